@@ -1,0 +1,149 @@
+"""Load accelerator descriptions: YAML files, built-in presets, and e-PlaNNer's JSON format.
+
+YAML is read with duplicate keys rejected (a silently kept second ``memories:`` is a classic bug),
+then validated by the pydantic schema; every problem is reported at once with its path.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from tileplan.arch.spec import Arch
+from tileplan.errors import ConfigError
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses duplicate mapping keys."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    mapping: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in mapping:
+            raise ConfigError(f"duplicate key {key!r} at line {key_node.start_mark.line + 1}")
+        mapping[key] = loader.construct_object(value_node, deep=deep)
+    return mapping
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _format_errors(source: str, err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        path = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown field (check the spelling; see `tileplan arch show nmp` for an example)"
+        elif e["type"] == "missing":
+            msg = "required field is missing"
+        lines.append(f"{source}: {path}: {msg}")
+    return "\n".join(lines)
+
+
+def from_dict(data: Any, source: str = "<dict>") -> Arch:
+    """Validate a parsed description; ``source`` names it in error messages."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping of fields at the top level, got {type(data).__name__}")
+    try:
+        return Arch.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_errors(source, err)) from None
+
+
+def load_yaml(path: str | Path) -> Arch:
+    """Load an accelerator from a YAML file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read accelerator file ({err.strerror})") from None
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path}: malformed YAML{where}: {getattr(err, 'problem', err)}") from None
+    return from_dict(data, str(path))
+
+
+_EPLANNER_DIMS = {"IC": "C", "OC": "K", "OH": "P", "OW": "Q", "KH": "R", "KW": "S", "B": "N"}
+
+
+def load_eplanner_json(path: str | Path, *, precision_bytes: int = 4, name: str | None = None) -> Arch:
+    """Load e-PlaNNer's hardware JSON (thesis Fig. 6.1): bandwidth GB/s, frequency GHz, mem_size KB
+    (input, weight, output), pe_len (width, height), pe_mapping (column dims, row dims).
+
+    e-PlaNNer overlaps transfers with compute (its roofline, Eq. 6.12) and does not double-buffer.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{path}: malformed JSON at line {err.lineno}: {err.msg}") from None
+    required = ("bandwidth", "frequency", "mem_size", "pe_len", "pe_mapping")
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise ConfigError(f"{path}: e-PlaNNer config is missing {', '.join(missing)}")
+    try:
+        in_kb, wt_kb, out_kb = (float(v) for v in data["mem_size"])
+        width, height = (int(v) for v in data["pe_len"])
+        cols, rows = data["pe_mapping"]
+        col_dims = [_EPLANNER_DIMS.get(str(d).upper(), str(d)) for d in cols]
+        row_dims = [_EPLANNER_DIMS.get(str(d).upper(), str(d)) for d in rows]
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{path}: mem_size needs 3 numbers, pe_len 2 integers and pe_mapping two lists "
+                          f"of dimensions ({err})") from None
+    arch = {
+        "name": name or path.stem,
+        "description": f"e-PlaNNer configuration {path.name}",
+        "clock_hz": float(data["frequency"]) * 1e9,
+        "precision_bytes": precision_bytes,
+        "overlap": True,
+        "dram": {"bandwidth_bytes_per_s": float(data["bandwidth"]) * 1e9},
+        "memories": [
+            {"name": "input_mem", "operands": ["input"], "size_bytes": int(in_kb * 1024)},
+            {"name": "weight_mem", "operands": ["weight"], "size_bytes": int(wt_kb * 1024)},
+            {"name": "output_mem", "operands": ["output"], "size_bytes": int(out_kb * 1024)},
+        ],
+        "pe_array": {"axes": [
+            {"name": "cols", "size": width, "dims": col_dims, "max_dims": len(col_dims)},
+            {"name": "rows", "size": height, "dims": row_dims, "max_dims": len(row_dims)},
+        ]},
+    }
+    return from_dict(arch, str(path))
+
+
+def preset_names() -> list[str]:
+    """Names of the shipped presets."""
+    folder = resources.files("tileplan.arch") / "presets"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def preset_path(name: str) -> Path:
+    return Path(str(resources.files("tileplan.arch") / "presets" / f"{name}.yaml"))
+
+
+def load(spec: str | Path) -> Arch:
+    """An accelerator from a preset name, a YAML file or an e-PlaNNer JSON file."""
+    text = str(spec)
+    if text in preset_names():
+        return load_yaml(preset_path(text))
+    path = Path(text)
+    if path.suffix.lower() == ".json":
+        return load_eplanner_json(path)
+    if path.suffix.lower() in (".yaml", ".yml") or path.exists():
+        return load_yaml(path)
+    raise ConfigError(f"unknown accelerator {text!r}: not a preset ({', '.join(preset_names())}) "
+                      f"nor an existing .yaml/.json file")
