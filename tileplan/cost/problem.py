@@ -1,0 +1,190 @@
+"""A layer compiled against an accelerator: the numbers the cost model needs, and the per-core
+slices that a core split produces.
+
+Cores split dimensions in balanced parts (``mapping.balanced_parts``); every core runs the same
+tiling on its slice. Cores whose slices give identical costs share one *core shape*, which the
+model evaluates once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import product
+
+import numpy as np
+
+from tileplan.arch.spec import Arch, AxisMode
+from tileplan.dims import DIMS, NDIMS, OPERANDS, RELEVANT, Dim, Operand
+from tileplan.errors import WorkloadError
+from tileplan.mapping import balanced_parts
+from tileplan.workload.layer import Layer, OpKind, Precision
+
+
+@dataclass(frozen=True, slots=True)
+class CoreSlice:
+    """One core's part of the layer: (offset, length) along every dimension, and its cluster."""
+
+    cluster: int
+    offset: tuple[int, ...]
+    length: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class CoreGrid:
+    """All cores of a split, their distinct shapes, and the multicast groups of every operand.
+
+    ``shape_of[i]`` is the distinct shape core ``i`` runs; ``groups[X]`` lists, per multicast group
+    of operand X, the member cores (cores of one cluster that load identical X tiles).
+    """
+
+    cores: tuple[CoreSlice, ...]
+    shapes: tuple[CoreSlice, ...]
+    shape_of: np.ndarray
+    groups: tuple[tuple[tuple[int, ...], ...], ...]
+
+    @property
+    def max_length(self) -> tuple[int, ...]:
+        return tuple(max(c.length[d] for c in self.cores) for d in DIMS)
+
+
+@dataclass
+class Problem:
+    """Numeric description of (layer, arch). Sizes are elements; ``*_bytes`` are bytes per element."""
+
+    layer: Layer
+    arch: Arch
+    dims: np.ndarray = field(init=False)
+    precision: Precision = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.precision = self.layer.precision or Precision.uniform(self.arch.precision_bytes)
+        self.layer = self.layer.with_precision(self.precision)
+        self.dims = np.array(self.layer.dim_tuple, dtype=np.int64)
+        try:
+            self.lanes = [axis.lanes(self.precision.input) for axis in self.arch.pe_array.axes]
+        except ValueError as err:
+            raise WorkloadError(f"layer {self.layer.name!r} on {self.arch.name}: {err}") from None
+
+    # ----------------------------------------------------------------- layer constants
+    @property
+    def stride(self) -> tuple[int, int]:
+        return self.layer.stride
+
+    @property
+    def dilation(self) -> tuple[int, int]:
+        return self.layer.dilation
+
+    @property
+    def in_h(self) -> int:
+        return self.layer.h
+
+    @property
+    def in_w(self) -> int:
+        return self.layer.w
+
+    @property
+    def op_factor(self) -> int:
+        """Operations per point of the loop nest (an n-ary add does n-1 additions; concat none)."""
+        if self.layer.op is OpKind.CONCAT:
+            return 0
+        if self.layer.op is OpKind.ADD:
+            return self.layer.input_count - 1
+        return 1
+
+    @property
+    def macs(self) -> int:
+        return self.layer.macs
+
+    def bytes_of(self, operand: Operand) -> int:
+        return self.precision.of(operand)
+
+    @cached_property
+    def has_operand(self) -> tuple[bool, bool, bool]:
+        """Which operands move data (pools and adds have no weights; a concat moves nothing)."""
+        moves = self.layer.moves_data
+        return (moves, moves and self.layer.has_weights, moves)
+
+    # ----------------------------------------------------------------- arch constants
+    @cached_property
+    def flattened_axes(self) -> list[tuple[tuple[Dim, ...], int]]:
+        """(dims, lanes) of every flattened PE-array axis."""
+        return [(axis.dim_ids, lanes) for axis, lanes in zip(self.arch.pe_array.axes, self.lanes, strict=True)
+                if axis.mode is AxisMode.FLATTENED]
+
+    @cached_property
+    def memory_of_operand(self) -> list[int]:
+        """Index into ``arch.memories`` of the memory holding each operand."""
+        out = []
+        for op in OPERANDS:
+            out.append(next(i for i, m in enumerate(self.arch.memories) if op in m.operand_ids))
+        return out
+
+    @cached_property
+    def capacity_bytes(self) -> np.ndarray:
+        return np.array([m.size_bytes for m in self.arch.memories], dtype=np.int64)
+
+    # ----------------------------------------------------------------- cores
+    def core_grid(self, cluster_split: tuple[int, ...], core_split: tuple[int, ...]) -> CoreGrid:
+        """Slice the layer over clusters then cores (balanced parts; empty parts leave cores idle)."""
+        return _core_grid(self, tuple(cluster_split), tuple(core_split))
+
+    def input_window_start(self, axis: int, offset: int) -> int:
+        """First input row (axis 0) or column (axis 1) read by output index ``offset`` (may be < 0)."""
+        pad = self.layer.pad[0] if axis == 0 else self.layer.pad[2]
+        return offset * self.stride[axis] - pad
+
+
+def _core_grid(problem: Problem, cluster_split: tuple[int, ...], core_split: tuple[int, ...]) -> CoreGrid:
+    dims = problem.dims
+    per_dim_cluster = [balanced_parts(int(dims[d]), cluster_split[d]) for d in DIMS]
+    cores: list[CoreSlice] = []
+    cluster_index: dict[tuple[int, ...], int] = {}
+    for cl_choice in product(*[range(len(p)) for p in per_dim_cluster]):
+        cl_id = cluster_index.setdefault(cl_choice, len(cluster_index))
+        sub = []
+        for d in DIMS:
+            off, length = per_dim_cluster[d][cl_choice[d]]
+            sub.append([(off + o, ln) for o, ln in balanced_parts(length, core_split[d])])
+        for co_choice in product(*[range(len(s)) for s in sub]):
+            parts = [sub[d][co_choice[d]] for d in DIMS]
+            cores.append(CoreSlice(cl_id, tuple(p[0] for p in parts), tuple(p[1] for p in parts)))
+    # Distinct shapes: lengths everywhere, plus input clipping geometry along P and Q.
+    keys: dict[tuple[object, ...], int] = {}
+    shapes: list[CoreSlice] = []
+    shape_of = np.empty(len(cores), dtype=np.int64)
+    for i, core in enumerate(cores):
+        key = (core.length, _clip_key(problem, 0, core), _clip_key(problem, 1, core))
+        if key not in keys:
+            keys[key] = len(shapes)
+            shapes.append(core)
+        shape_of[i] = keys[key]
+    groups = []
+    for op in OPERANDS:
+        rel = RELEVANT[op]
+        members: dict[tuple[object, ...], list[int]] = {}
+        for i, core in enumerate(cores):
+            if problem.arch.cores.multicast:
+                key = (core.cluster,) + tuple((core.offset[d], core.length[d]) for d in DIMS if d in rel)
+            else:
+                key = (i,)
+            members.setdefault(key, []).append(i)
+        groups.append(tuple(tuple(m) for m in members.values()))
+    return CoreGrid(tuple(cores), tuple(shapes), shape_of, tuple(groups))
+
+
+def _clip_key(problem: Problem, axis: int, core: CoreSlice) -> tuple[int, int]:
+    """What decides the input clipping of a core's output slice along rows (0) or columns (1)."""
+    d_out, d_k = (Dim.P, Dim.R) if axis == 0 else (Dim.Q, Dim.S)
+    size = problem.in_h if axis == 0 else problem.in_w
+    start = problem.input_window_start(axis, core.offset[d_out])
+    end = start + (core.length[d_out] - 1) * problem.stride[axis] + (int(problem.dims[d_k]) - 1) * \
+        problem.dilation[axis] + 1
+    return (min(start, 0), size - start if end > size else -1)
+
+
+def dims_array(values: dict[Dim, int] | tuple[int, ...]) -> np.ndarray:
+    if isinstance(values, dict):
+        return np.array([values[d] for d in DIMS], dtype=np.int64)
+    assert len(values) == NDIMS
+    return np.array(values, dtype=np.int64)
