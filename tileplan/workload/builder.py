@@ -19,6 +19,16 @@ class Tensor:
     w: int
 
 
+def _ceil_extra(size: int, r: int, stride: int, before: int, after: int) -> int:
+    """Extra end padding that turns floor-mode into ceil-mode output size (PyTorch's rule: the last
+    window must start inside the input or its leading padding)."""
+    span = size + before + after - r
+    out = -(-span // stride) + 1
+    if (out - 1) * stride >= size + before:
+        out -= 1
+    return max(0, (out - 1) * stride + r - (size + before + after))
+
+
 class NetBuilder:
     """Appends layers in topological order; each method returns the output ``Tensor``.
 
@@ -51,10 +61,17 @@ class NetBuilder:
     def dwconv(self, x: Tensor, name: str, r: int, *, stride: int = 1, pad: int | None = None) -> Tensor:
         return self.conv(x, name, x.channels, r, stride=stride, pad=pad, groups=x.channels)
 
-    def pool(self, x: Tensor, name: str, r: int, *, stride: int | None = None, pad: int = 0,
-             kind: str = "max") -> Tensor:
+    def pool(self, x: Tensor, name: str, r: int, *, stride: int | None = None,
+             pad: int | tuple[int, int, int, int] = 0, kind: str = "max", ceil: bool = False) -> Tensor:
+        """An ``r x r`` max/avg pool; ``ceil=True`` rounds the output size up like PyTorch's
+        ``ceil_mode`` (modelled as extra bottom/right padding, which is what the hardware reads)."""
+        st = r if stride is None else stride
+        pads = (pad, pad, pad, pad) if isinstance(pad, int) else pad
+        if ceil:
+            pads = (pads[0], pads[1] + _ceil_extra(x.h, r, st, pads[0], pads[1]),
+                    pads[2], pads[3] + _ceil_extra(x.w, r, st, pads[2], pads[3]))
         return self._push(Layer.pool(name, kind=kind, n=self.n, channels=x.channels, h=x.h, w=x.w, r=r,
-                                     stride=stride, pad=pad, inputs=self._src(x)))
+                                     stride=st, pad=pads, inputs=self._src(x)))
 
     def global_pool(self, x: Tensor, name: str) -> Tensor:
         return self._push(Layer.pool(name, kind="global", n=self.n, channels=x.channels, h=x.h, w=x.w, r=x.h,
@@ -76,5 +93,18 @@ class NetBuilder:
         return self._push(Layer.concat(name, n=self.n, channels=sum(t.channels for t in xs), h=first.h,
                                        w=first.w, inputs=tuple(t.src for t in xs if t.src)))
 
+    def data_move(self, x: Tensor, name: str, k_out: int, out_h: int, out_w: int) -> Tensor:
+        """A pure re-arrangement of ``x`` into a ``k_out x out_h x out_w`` tensor (no MACs, no weights)."""
+        return self._push(Layer.data_move(name, n=self.n, c_in=x.channels, h=x.h, w=x.w, k_out=k_out,
+                                          out_h=out_h, out_w=out_w, inputs=self._src(x)))
+
+    def space_to_depth(self, x: Tensor, name: str, block: int) -> Tensor:
+        """Darknet's reorg / ONNX SpaceToDepth: ``C x H x W -> C*block^2 x H/block x W/block``."""
+        if x.h % block or x.w % block:
+            raise WorkloadError(f"{self.name}: space_to_depth {name!r} needs {x.h}x{x.w} divisible by "
+                                f"{block}")
+        return self.data_move(x, name, x.channels * block * block, x.h // block, x.w // block)
+
     def build(self) -> Network:
-        return Network(self.name, tuple(self.layers), (self.n, self.input.channels, self.input.h, self.input.w))
+        shape = (self.n, self.input.channels, self.input.h, self.input.w)
+        return Network(self.name, tuple(self.layers), shape)

@@ -15,7 +15,22 @@ from tileplan.errors import WorkloadError
 
 
 class OpKind(Enum):
-    """What a layer computes. Every kind maps onto the same 8-dimensional loop nest."""
+    """What a layer computes. Every kind maps onto the same 8-dimensional loop nest.
+
+    - ``CONV``/``GROUPED_CONV``/``DEPTHWISE``/``POINTWISE``/``FC``: multiply-accumulate layers with a
+      weight tensor (FC is a 1x1 layer on a flattened input).
+    - ``MAXPOOL``/``AVGPOOL``/``GLOBALPOOL``: channelwise windows (G = channels, K = C = 1), no weights;
+      MACs count window operations.
+    - ``ADD``: element-wise combination of ``input_count`` equally shaped tensors (residual adds; an
+      imported element-wise product of two activations costs the same and uses this kind too).
+    - ``CONCAT``: channel concatenation; producers write into their slice of the result, so it moves
+      no data and does no work.
+    - ``DATA_MOVE``: a pure re-arrangement (reorg/space-to-depth, channel-shuffle transpose,
+      upsample/resize, an explicit reshape or pad): reads its input tensor once, writes its output
+      tensor once, no MACs, no weights. Its output size is given explicitly (``out_hw``); its loop
+      dimensions only describe the two shapes (G = R = S = 1, K = output and C = input channels)
+      and must not be read as a multiply-accumulate nest.
+    """
 
     CONV = "conv"
     GROUPED_CONV = "grouped_conv"
@@ -27,6 +42,7 @@ class OpKind(Enum):
     GLOBALPOOL = "globalpool"
     ADD = "add"
     CONCAT = "concat"
+    DATA_MOVE = "data_move"
 
     @property
     def has_weights(self) -> bool:
@@ -86,6 +102,8 @@ class Layer:
     ``pad`` is (top, bottom, left, right). ``inputs`` names the producing layers (empty: the
     network input); ``input_count`` is how many equally-shaped tensors an ``ADD`` sums.
     ``precision`` is ``None`` until the layer is planned on an accelerator (which supplies it).
+    ``out_hw`` is the output rows x columns of a ``DATA_MOVE`` layer (``None`` for every other kind,
+    whose output size follows from the kernel, stride and padding).
 
     >>> conv = Layer.conv("c1", n=1, c_in=80, h=73, w=73, k_out=192, r=3, s=3, pad=0)
     >>> conv.dims[Dim.P], conv.dims[Dim.K], conv.macs
@@ -110,6 +128,7 @@ class Layer:
     inputs: tuple[str, ...] = ()
     input_count: int = 1
     precision: Precision | None = None
+    out_hw: tuple[int, int] | None = None
     dims: dict[Dim, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -133,6 +152,12 @@ class Layer:
                                 f"(got {self.c_in}, {self.k_out}, {self.groups})")
         if self.input_count > 1 and self.op is not OpKind.ADD:
             raise WorkloadError(f"{where}: only add layers take several equally-shaped inputs")
+        if self.op is OpKind.DATA_MOVE:
+            self._init_data_move(where)
+            return
+        if self.out_hw is not None:
+            raise WorkloadError(f"{where}: out_hw is only for data_move layers (a {self.op.value} layer's "
+                                f"output size follows from its kernel, stride and padding)")
         rows = self.h + self.pad[0] + self.pad[1] - self.dilation[0] * (self.r - 1) - 1
         cols = self.w + self.pad[2] + self.pad[3] - self.dilation[1] * (self.s - 1) - 1
         if rows < 0 or cols < 0:
@@ -144,12 +169,24 @@ class Layer:
                 Dim.C: self.c_in // self.groups, Dim.P: p, Dim.Q: q, Dim.R: self.r, Dim.S: self.s}
         object.__setattr__(self, "dims", dims)
 
+    def _init_data_move(self, where: str) -> None:
+        if (self.out_hw is None or len(self.out_hw) != 2
+                or any(not isinstance(v, int) or v < 1 for v in self.out_hw)):
+            raise WorkloadError(f"{where}: a data_move layer needs out_hw = (rows, cols), two positive "
+                                f"integers, got {self.out_hw!r}")
+        if (self.r, self.s, self.groups) != (1, 1, 1) or self.stride != (1, 1) or any(self.pad):
+            raise WorkloadError(f"{where}: a data_move layer has no kernel, stride, padding or groups "
+                                f"(r = s = groups = 1, stride 1, pad 0)")
+        dims = {Dim.N: self.n, Dim.G: 1, Dim.K: self.k_out, Dim.C: self.c_in, Dim.P: self.out_hw[0],
+                Dim.Q: self.out_hw[1], Dim.R: 1, Dim.S: 1}
+        object.__setattr__(self, "dims", dims)
+
     # ----------------------------------------------------------------- constructors
     @classmethod
-    def conv(cls, name: str, *, n: int = 1, c_in: int, h: int, w: int, k_out: int, r: int, s: int | None = None,
-             stride: int | tuple[int, int] = 1, pad: int | tuple[int, ...] | None = None,
-             dilation: int | tuple[int, int] = 1, groups: int = 1, inputs: tuple[str, ...] = (),
-             precision: Precision | None = None) -> Layer:
+    def conv(cls, name: str, *, n: int = 1, c_in: int, h: int, w: int, k_out: int, r: int,
+             s: int | None = None, stride: int | tuple[int, int] = 1,
+             pad: int | tuple[int, ...] | None = None, dilation: int | tuple[int, int] = 1, groups: int = 1,
+             inputs: tuple[str, ...] = (), precision: Precision | None = None) -> Layer:
         """A convolution; ``pad=None`` means 'same'-style padding ``(kernel - 1) // 2`` on every side.
 
         The op kind is derived: depthwise when ``groups == c_in == k_out``, grouped when
@@ -159,7 +196,8 @@ class Layer:
         st = _pair(stride, "stride", name)
         dil = _pair(dilation, "dilation", name)
         if pad is None:
-            pads = ((r - 1) * dil[0] // 2, (r - 1) * dil[0] // 2, (s - 1) * dil[1] // 2, (s - 1) * dil[1] // 2)
+            rows, cols = (r - 1) * dil[0] // 2, (s - 1) * dil[1] // 2
+            pads = (rows, rows, cols, cols)
         elif isinstance(pad, int):
             pads = (pad, pad, pad, pad)
         elif len(pad) == 2:
@@ -193,9 +231,10 @@ class Layer:
         if kind == "global":
             op, r, s, st, pads = OpKind.GLOBALPOOL, h, w, (1, 1), (0, 0, 0, 0)
         else:
-            op = {"max": OpKind.MAXPOOL, "avg": OpKind.AVGPOOL}.get(kind)
-            if op is None:
+            kinds = {"max": OpKind.MAXPOOL, "avg": OpKind.AVGPOOL}
+            if kind not in kinds:
                 raise WorkloadError(f"layer {name!r}: pool kind must be max, avg or global, got {kind!r}")
+            op = kinds[kind]
             s = r if s is None else s
             st = _pair(r if stride is None else stride, "stride", name)
             pads = (pad, pad, pad, pad) if isinstance(pad, int) else tuple(pad)  # type: ignore[assignment]
@@ -217,6 +256,21 @@ class Layer:
         return cls(name=name, op=OpKind.CONCAT, n=n, c_in=channels, h=h, w=w, k_out=channels,
                    inputs=inputs, precision=precision)
 
+    @classmethod
+    def data_move(cls, name: str, *, n: int = 1, c_in: int, h: int, w: int, k_out: int, out_h: int,
+                  out_w: int, inputs: tuple[str, ...] = (), precision: Precision | None = None) -> Layer:
+        """A pure data re-arrangement from a ``c_in x h x w`` to a ``k_out x out_h x out_w`` tensor.
+
+        Reorg / space-to-depth, channel-shuffle transposes, upsampling and materialised reshapes or
+        pads: the layer reads its input once and writes its output once (no MACs, no weights).
+
+        >>> reorg = Layer.data_move("reorg", c_in=64, h=26, w=26, k_out=256, out_h=13, out_w=13)
+        >>> reorg.macs, reorg.p, reorg.shape_str()
+        (0, 13, '64x26x26 -> 256x13x13 move')
+        """
+        return cls(name=name, op=OpKind.DATA_MOVE, n=n, c_in=c_in, h=h, w=w, k_out=k_out, inputs=inputs,
+                   precision=precision, out_hw=(out_h, out_w))
+
     # ----------------------------------------------------------------- derived quantities
     @property
     def p(self) -> int:
@@ -233,8 +287,8 @@ class Layer:
 
     @property
     def macs(self) -> int:
-        """Multiply-accumulates (for pools: window operations; for add: additions; concat: 0)."""
-        if self.op is OpKind.CONCAT:
+        """Multiply-accumulates (for pools: window operations; for add: additions; concat, data move: 0)."""
+        if self.op in (OpKind.CONCAT, OpKind.DATA_MOVE):
             return 0
         if self.op is OpKind.ADD:
             return self.n * self.groups * self.p * self.q * (self.input_count - 1)
@@ -287,11 +341,13 @@ class Layer:
     def signature(self) -> tuple[object, ...]:
         """Everything planning depends on (not the name or graph edges): equal signatures plan alike."""
         return (self.op, self.n, self.c_in, self.h, self.w, self.k_out, self.r, self.s, self.groups,
-                self.stride, self.pad, self.dilation, self.input_count, self.precision)
+                self.stride, self.pad, self.dilation, self.input_count, self.precision, self.out_hw)
 
     def shape_str(self) -> str:
         """Compact human-readable shape, e.g. ``64x56x56 -> 64x56x56 k3x3/s1``."""
         core = f"{self.c_in}x{self.h}x{self.w} -> {self.k_out}x{self.p}x{self.q}"
+        if self.op is OpKind.DATA_MOVE:
+            return core + " move"
         if self.op in (OpKind.ADD, OpKind.CONCAT, OpKind.FC):
             return core
         extra = f" k{self.r}x{self.s}/s{self.stride[0]}"

@@ -15,7 +15,8 @@ class Network:
 
     Construction checks that names are unique, every producer exists and comes first, and that
     each consumer's input shape agrees with what its producers output (a fully-connected layer
-    may consume a flattened map; a concat's channels are the sum of its producers').
+    may consume a flattened map; a concat's channels are the sum of its producers'; a data move
+    reads as many elements as its producers write, in any shape).
     """
 
     name: str
@@ -32,8 +33,8 @@ class Network:
                 raise WorkloadError(f"network {self.name!r}: duplicate layer name {layer.name!r}")
             for src in layer.inputs:
                 if src not in seen:
-                    raise WorkloadError(f"network {self.name!r}: layer {layer.name!r} reads {src!r}, which is "
-                                        f"not an earlier layer (layers must be in topological order)")
+                    raise WorkloadError(f"network {self.name!r}: layer {layer.name!r} reads {src!r}, which "
+                                        f"is not an earlier layer (layers must be in topological order)")
             self._check_shapes(layer, [seen[s] for s in layer.inputs])
             seen[layer.name] = layer
         object.__setattr__(self, "by_name", seen)
@@ -44,7 +45,8 @@ class Network:
         where = f"network {self.name!r}, layer {layer.name!r}"
         if layer.op is OpKind.CONCAT:
             channels = sum(p.k_out for p in producers)
-            if channels != layer.c_in or any((p.n, p.p, p.q) != (layer.n, layer.h, layer.w) for p in producers):
+            spatial = (layer.n, layer.h, layer.w)
+            if channels != layer.c_in or any((p.n, p.p, p.q) != spatial for p in producers):
                 raise WorkloadError(f"{where}: concat of {[(p.k_out, p.p, p.q) for p in producers]} does not "
                                     f"give {layer.c_in}x{layer.h}x{layer.w}")
             return
@@ -53,6 +55,14 @@ class Network:
                 if (p.n, p.k_out, p.p, p.q) != (layer.n, layer.c_in, layer.h, layer.w):
                     raise WorkloadError(f"{where}: adds {p.name!r} of shape {p.k_out}x{p.p}x{p.q} to "
                                         f"{layer.c_in}x{layer.h}x{layer.w}")
+            return
+        if layer.op is OpKind.DATA_MOVE:
+            # A re-arrangement may reinterpret its producers' bytes (reshape, transpose, several
+            # tensors gathered into one): only the element count must agree.
+            produced = sum(p.n * p.k_out * p.p * p.q for p in producers)
+            if produced != layer.n * layer.c_in * layer.h * layer.w:
+                raise WorkloadError(f"{where}: moves {layer.n}x{layer.c_in}x{layer.h}x{layer.w} elements but "
+                                    f"its producers {[p.name for p in producers]} output {produced}")
             return
         if len(producers) != 1:
             raise WorkloadError(f"{where}: a {layer.op.value} layer reads one tensor, got {len(producers)}")

@@ -1,4 +1,4 @@
-"""LeNet-5, AlexNet and VGG16, from their papers' layer tables."""
+"""LeNet-5, AlexNet, VGG16 and VGG19, from their papers' layer tables."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ def lenet5(batch: int = 1) -> Network:
 
 
 def alexnet(batch: int = 1) -> Network:
-    """AlexNet (Krizhevsky et al. 2012) in torchvision's single-tower form: 227x227 input with
-    conv1 11x11/4 -> 55x55; ~61.1M weights, ~0.71 GMACs."""
+    """AlexNet (Krizhevsky et al. 2012) in torchvision's single-tower form ("one weird trick" widths
+    64-192-384-256-256): 224x224 input, conv1 11x11/4 with padding 2 -> 55x55; 61.1M weights,
+    0.71 GMACs."""
     b = NetBuilder("alexnet", n=batch, channels=3, h=224, w=224)
     x = b.conv(b.input, "conv1", 64, 11, stride=4, pad=2)
     x = b.pool(x, "pool1", 3, stride=2)
@@ -53,3 +54,8 @@ def _vgg(name: str, blocks: list[list[int]], batch: int) -> Network:
 def vgg16(batch: int = 1) -> Network:
     """VGG16 (configuration D of Simonyan & Zisserman 2014): 13 convs + 3 FC; 138.3M weights, 15.5 GMACs."""
     return _vgg("vgg16", [[64, 64], [128, 128], [256, 256, 256], [512, 512, 512], [512, 512, 512]], batch)
+
+
+def vgg19(batch: int = 1) -> Network:
+    """VGG19 (configuration E of Simonyan & Zisserman 2014): 16 convs + 3 FC; 143.7M weights, 19.6 GMACs."""
+    return _vgg("vgg19", [[64, 64], [128, 128], [256] * 4, [512] * 4, [512] * 4], batch)

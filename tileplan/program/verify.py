@@ -1,0 +1,131 @@
+"""Three witnesses on one layer: generate its program, run it on random integers, and compare the
+output with the direct reference and the counted DRAM traffic with the cost model's prediction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tileplan.arch.spec import Arch
+from tileplan.cost.batch import MappingBatch
+from tileplan.cost.model import evaluate
+from tileplan.cost.problem import Problem
+from tileplan.mapping import Mapping
+from tileplan.program.executor import ExecResult, execute
+from tileplan.program.generate import generate_program
+from tileplan.program.ir import Program
+from tileplan.program.reference import reference_output
+from tileplan.workload.layer import Layer
+
+_OPS = ("input", "weight", "output")
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """Predicted (cost model) and counted (executed program) DRAM traffic of one layer.
+
+    Bytes are DRAM bytes; bursts are TSO bursts (``ceil(run / burst)`` per contiguous run), per
+    operand (input, weight, output). Output reads are partial sums read back; output bursts count
+    reads and writes. ``aligned_bursts`` (distinct burst-aligned blocks) is informative only.
+    ``bit_exact`` compares the program's output with :func:`reference_output`.
+    """
+
+    layer: str
+    feasible: bool
+    bit_exact: bool
+    predicted_read_bytes: tuple[int, int, int]
+    predicted_write_bytes: int
+    predicted_bursts: tuple[int, int, int]
+    counted_read_bytes: tuple[int, int, int]
+    counted_write_bytes: int
+    counted_bursts: tuple[int, int, int]
+    aligned_bursts: tuple[int, int, int]
+    instructions: int
+
+    @property
+    def predicted_bytes(self) -> tuple[int, int, int]:
+        """Predicted DRAM bytes per operand (output: partial-sum reads plus writes)."""
+        r = self.predicted_read_bytes
+        return (r[0], r[1], r[2] + self.predicted_write_bytes)
+
+    @property
+    def counted_bytes(self) -> tuple[int, int, int]:
+        """Counted DRAM bytes per operand (output: partial-sum reads plus writes)."""
+        r = self.counted_read_bytes
+        return (r[0], r[1], r[2] + self.counted_write_bytes)
+
+    @property
+    def bytes_match(self) -> bool:
+        return (self.predicted_read_bytes == self.counted_read_bytes
+                and self.predicted_write_bytes == self.counted_write_bytes)
+
+    @property
+    def bursts_match(self) -> bool:
+        return self.predicted_bursts == self.counted_bursts
+
+    @property
+    def ok(self) -> bool:
+        """The output is bit-exact and the model predicted every byte and burst the program moved."""
+        return self.bit_exact and self.bytes_match and self.bursts_match
+
+    def mismatches(self) -> list[str]:
+        """One line per disagreement, e.g. ``input bytes: predicted 512, counted 640``."""
+        out = [] if self.bit_exact else ["output differs from the direct reference"]
+        for name, pred, got in (("bytes", self.predicted_bytes, self.counted_bytes),
+                                ("bursts", self.predicted_bursts, self.counted_bursts)):
+            out += [f"{op} {name}: predicted {a}, counted {b}"
+                    for op, a, b in zip(_OPS, pred, got, strict=True) if a != b]
+        if self.predicted_write_bytes != self.counted_write_bytes:
+            out.append(f"output write bytes: predicted {self.predicted_write_bytes}, counted "
+                       f"{self.counted_write_bytes}")
+        return out
+
+
+def random_operands(layer: Layer, rng: np.random.Generator, low: int = -8, high: int = 8
+                    ) -> tuple[list[np.ndarray], np.ndarray | None]:
+    """Random integer input tensor(s) (N, G*C, H, W) and weight (G*K, C, R, S) in ``[low, high)``."""
+    shape = (layer.n, layer.c_in, layer.h, layer.w)
+    inputs = [rng.integers(low, high, size=shape, dtype=np.int64) for _ in range(layer.input_count)]
+    weight = None
+    if layer.has_weights:
+        weight = rng.integers(low, high, size=(layer.k_out, layer.c_in // layer.groups, layer.r, layer.s),
+                              dtype=np.int64)
+    return inputs, weight
+
+
+def compare(layer: Layer, arch: Arch, mapping: Mapping, program: Program, result: ExecResult,
+            expected: np.ndarray | None) -> VerifyResult:
+    """Set an execution's counts beside the model's prediction (``expected``: reference output,
+    ``None`` when the layer computes nothing, as a concat)."""
+    problem = Problem(layer, arch)
+    cost = evaluate(problem, MappingBatch.from_mappings([mapping]))
+
+    def ints(values: np.ndarray) -> tuple[int, int, int]:
+        return (int(round(values[0])), int(round(values[1])), int(round(values[2])))
+
+    exact = expected is None or bool(np.array_equal(result.output, expected))
+    return VerifyResult(layer=problem.layer.name, feasible=bool(cost.feasible[0]), bit_exact=exact,
+                        predicted_read_bytes=ints(cost.dram_read_bytes[0]),
+                        predicted_write_bytes=int(round(cost.dram_write_bytes[0])),
+                        predicted_bursts=ints(cost.dram_bursts[0]),
+                        counted_read_bytes=result.read_bytes, counted_write_bytes=result.write_bytes,
+                        counted_bursts=result.bursts, aligned_bursts=result.aligned_bursts,
+                        instructions=result.instructions)
+
+
+def verify_layer(layer: Layer, arch: Arch, mapping: Mapping, *, seed: int = 0) -> VerifyResult:
+    """Generate ``layer``'s program under ``mapping``, run it on random integers (``seed``), and
+    compare its output with the direct reference and its DRAM bytes/bursts with the cost model.
+
+    Raises ``ProgramError`` (``OnChipOverflowError``) when a tile does not fit an on-chip memory.
+    """
+    layer = Problem(layer, arch).layer
+    program = generate_program(layer, arch, mapping)
+    inputs, weight = random_operands(layer, np.random.default_rng(seed))
+    result = execute(program, inputs, weight)
+    expected = None if not layer.moves_data else reference_output(layer, inputs, weight)
+    return compare(layer, arch, mapping, program, result, expected)
+
+
+__all__ = ["VerifyResult", "compare", "random_operands", "verify_layer"]

@@ -1,0 +1,170 @@
+"""Exhaustive search: the true minimum of the model over the whole mapping space of ``space``."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from tileplan.cost.batch import CostBatch, MappingBatch
+from tileplan.cost.model import _compute_cycles, finish, sweep
+from tileplan.cost.problem import CoreGrid, Problem
+from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
+from tileplan.mapping import Mapping
+from tileplan.search.objective import Objective, best_index
+from tileplan.search.result import SearchResult
+from tileplan.search.space import class_orders, feasible_product, spatial_options, split_options, tile_groups
+
+Progress = Callable[[int, int], None]
+
+
+def split_lower_bound(problem: Problem, grid: CoreGrid, objective: Objective) -> float:
+    """A value no mapping of this core split can beat: ideal compute on the busiest core, and each
+    multicast group fetching exactly the data its slice needs, once."""
+    arch = problem.arch
+    prec = problem.precision
+    pes = 1
+    for axis_lanes in problem.lanes:
+        pes *= axis_lanes
+    pes *= arch.pe_array.macs_per_pe_per_cycle
+    compute = max(math.ceil(int(np.prod(c.length)) * problem.op_factor / pes) for c in grid.shapes)
+    dram = 0.0
+    has = problem.has_operand
+    for op in OPERANDS:
+        if not has[op]:
+            continue
+        for members in grid.groups[op]:
+            core = grid.cores[members[0]]
+            dram += _compulsory_elems(problem, core.offset, core.length, op) * prec.of(op)
+    dram *= 1.0
+    dram_cycles = dram / arch.dram_bytes_per_cycle
+    latency = max(compute, dram_cycles) if arch.overlap else compute + dram_cycles
+    energy = problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
+        dram * arch.dram.energy_pj_per_byte
+    return {Objective.LATENCY: latency, Objective.ENERGY: energy, Objective.EDP: energy * latency,
+            Objective.DRAM: dram}[objective]
+
+
+def _compulsory_elems(problem: Problem, offset: tuple[int, ...], length: tuple[int, ...], op: Operand) -> int:
+    L = dict(zip(DIMS, length, strict=True))
+    if op is Operand.WEIGHT:
+        return L[Dim.G] * L[Dim.K] * L[Dim.C] * L[Dim.R] * L[Dim.S]
+    if op is Operand.OUTPUT:
+        return L[Dim.N] * L[Dim.G] * L[Dim.K] * L[Dim.P] * L[Dim.Q]
+    extents = []
+    for axis, (dp, dk) in enumerate(((Dim.P, Dim.R), (Dim.Q, Dim.S))):
+        size = problem.in_h if axis == 0 else problem.in_w
+        start = problem.input_window_start(axis, offset[dp])
+        end = start + (L[dp] - 1) * problem.stride[axis] + (L[dk] - 1) * problem.dilation[axis] + 1
+        extents.append(max(0, min(end, size) - max(start, 0)))
+    return L[Dim.N] * L[Dim.G] * L[Dim.C] * extents[0] * extents[1] * problem.layer.input_count
+
+
+def best_unroll(problem: Problem, grid: CoreGrid, tiles: np.ndarray, options: np.ndarray) -> np.ndarray:
+    """(n, 8) fastest unroll option for each tile vector (compute of the slowest core shape)."""
+    n = len(tiles)
+    best = np.full(n, np.inf)
+    choice = np.zeros(n, dtype=np.int64)
+    for k, u in enumerate(options):
+        unroll = np.broadcast_to(u, (n, NDIMS))
+        cyc = np.max([_compute_cycles(problem, c, tiles, unroll) for c in grid.shapes], axis=0)
+        better = cyc < best
+        best = np.where(better, cyc, best)
+        choice = np.where(better, k, choice)
+    return options[choice]
+
+
+def _spatial_of(problem: Problem, unroll: np.ndarray) -> tuple[tuple[tuple[Dim, int], ...], ...]:
+    """Assign unroll factors back to the PE-array axes that allow them (flattened axes: empty)."""
+    from tileplan.arch.spec import AxisMode
+
+    spatial = []
+    used: set[Dim] = set()
+    for axis in problem.arch.pe_array.axes:
+        if axis.mode is AxisMode.FLATTENED:
+            spatial.append(())
+            continue
+        entry = []
+        for d in axis.dim_ids:
+            if unroll[d] > 1 and d not in used and len(entry) < axis.max_dims:
+                entry.append((d, int(unroll[d])))
+                used.add(d)
+        spatial.append(tuple(entry))
+    return tuple(spatial)
+
+
+def to_mapping(problem: Problem, tiles: np.ndarray, order: np.ndarray, unroll: np.ndarray,
+               split: tuple[tuple[int, ...], tuple[int, ...]], hoist: np.ndarray | None = None) -> Mapping:
+    """A ``Mapping`` from one row of batch arrays."""
+    h = (frozenset(), frozenset(), frozenset())
+    if hoist is not None:
+        h = tuple(frozenset(Dim(d) for d in DIMS if hoist[op, d]) for op in OPERANDS)  # type: ignore[assignment]
+    return Mapping(tiles=tuple(int(t) for t in tiles), order=tuple(Dim(int(d)) for d in order), hoist=h,
+                   cluster_split=split[0], core_split=split[1], spatial=_spatial_of(problem, unroll))
+
+
+def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
+               progress: Progress | None = None) -> SearchResult:
+    """Minimise ``objective`` over every core split, tile size, loop order and spatial unrolling.
+
+    Splits are visited in order of a lower bound and skipped once the bound cannot beat the best
+    found; within a split, the reductions of ``search.space`` apply. Deterministic.
+    """
+    t0 = time.perf_counter()
+    splits = split_options(problem)
+    orders = class_orders()
+    grids = [problem.core_grid(*s) for s in splits]
+    bounds = np.array([split_lower_bound(problem, g, objective) for g in grids])
+    visit = np.lexsort((np.arange(len(splits)), bounds))
+    best_key: tuple[float, ...] | None = None
+    best: tuple[Mapping, CostBatch] | None = None
+    evaluated = 0
+    searched = 0
+    space = 0.0
+    n_orders = math.factorial(NDIMS)
+    for rank, s in enumerate(visit):
+        grid = grids[s]
+        uopts = spatial_options(problem, grid.max_length)
+        space += float(np.prod([float(x) for x in grid.max_length])) * n_orders * len(uopts)
+        if progress:
+            progress(rank, len(splits))
+        if best_key is not None and bounds[s] >= best_key[0]:
+            continue
+        searched += 1
+        groups = tile_groups(problem, grid, uopts)
+        tiles = feasible_product(problem, groups)
+        for start in range(0, len(tiles), chunk):
+            t = tiles[start:start + chunk]
+            n = len(t)
+            unroll = best_unroll(problem, grid, t, uopts)
+            batch = MappingBatch(t, np.broadcast_to(orders[0], (n, NDIMS)).copy(),
+                                 np.zeros((n, 3, NDIMS), dtype=bool), unroll,
+                                 np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy(),
+                                 splits[s][0], splits[s][1])
+            sw = sweep(problem, batch)
+            keys = np.stack([objective.key(finish(sw, o)) for o in orders], axis=1)
+            evaluated += keys.size
+            low = float(keys.min())
+            if not np.isfinite(low) or (best_key is not None and low > best_key[0]):
+                continue
+            rows, cols = np.nonzero(keys <= low)
+            sel = rows[:4096]
+            sub = batch.take(sel)
+            sub.order = orders[cols[:4096]]
+            costs = finish(sweep(problem, sub), sub.order)
+            i = best_index(objective, costs)
+            cand_key = tuple(float(k[i]) for k in [objective.key(costs), *objective.tie_keys(costs)])
+            if best_key is None or cand_key < best_key:
+                best_key = cand_key
+                best = (to_mapping(problem, sub.tiles[i], sub.order[i], sub.unroll[i], splits[s]), costs.take(i))
+    if progress:
+        progress(len(splits), len(splits))
+    if best is None:
+        from tileplan.search.feasibility import raise_infeasible
+
+        raise_infeasible(problem)
+    assert best is not None
+    return SearchResult("exhaustive", best[0], best[1], evaluated, space, time.perf_counter() - t0,
+                        len(splits), searched)

@@ -1,0 +1,385 @@
+"""The mapping space of one layer and the provably safe reductions the exhaustive search uses.
+
+Space: every core split (factors per splittable dimension whose product fits the clusters and the
+cores of a cluster), every integer tile size of every dimension, every loop order, every spatial
+unrolling the PE array allows. Reductions, each of which keeps at least one optimal mapping:
+
+* Loop orders: the cost depends on the order only through which operand is stationary over which
+  innermost loops (the model's reload rule). The 16 :func:`class_orders` realise every such class.
+* Spatial unrolling: only compute cycles depend on it, and ``ceil(t/u)`` never grows with ``u``, so
+  only *maximal* unroll tuples are kept; per candidate the fastest one is taken.
+* Tile sizes: every cost is a sum of products of non-negative per-dimension quantities (trips,
+  extents, burst sums, compute sums; see ``cost.tables``), and the objective grows with each. A
+  tile size whose quantities are all >= another's (for every core shape) can never do better, so
+  it is dropped (per-dimension Pareto fronts; input rows/columns are treated jointly with P,R and
+  Q,S). Combinations that overflow an on-chip memory are never built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations, product
+
+import numpy as np
+
+from tileplan.arch.spec import AxisMode
+from tileplan.cost.model import storage_order, tensor_sizes
+from tileplan.cost.problem import CoreGrid, Problem
+from tileplan.cost.tables import halo_table, plain_bursts
+from tileplan.dims import DIMS, NDIMS, OPERANDS, RELEVANT, Dim, Operand
+from tileplan.mapping import DEFAULT_LAYOUTS
+
+_IRRELEVANT = {op: [d for d in DIMS if d not in RELEVANT[op]] for op in OPERANDS}
+
+
+def class_orders() -> np.ndarray:
+    """(16, 8) loop orders, one per reuse class: nothing stationary (G innermost), or operand Z
+    stationary over a non-empty set S of the loops that do not index it (S innermost)."""
+    orders = [[Dim.N, Dim.K, Dim.C, Dim.P, Dim.Q, Dim.R, Dim.S, Dim.G]]
+    for z in OPERANDS:
+        irr = _IRRELEVANT[z]
+        rel = [d for d in DIMS if d in RELEVANT[z]]
+        for size in range(1, len(irr) + 1):
+            for stat in combinations(irr, size):
+                outer = [d for d in irr if d not in stat]
+                orders.append(outer + rel + list(stat))
+    return np.array([[int(d) for d in o] for o in orders], dtype=np.int64)
+
+
+def split_options(problem: Problem) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Every (cluster_split, core_split) the accelerator allows for this layer."""
+    cores = problem.arch.cores
+    dims = problem.dims
+    allowed = [Dim[d] for d in cores.split_dims if dims[Dim[d]] > 1]
+
+    def factorings(limit: int, bound: dict[Dim, int]) -> list[tuple[int, ...]]:
+        out: list[tuple[int, ...]] = []
+
+        def rec(i: int, left: int, acc: list[int]) -> None:
+            if i == len(allowed):
+                vec = [1] * NDIMS
+                for d, f in zip(allowed, acc, strict=True):
+                    vec[d] = f
+                out.append(tuple(vec))
+                return
+            d = allowed[i]
+            for f in range(1, min(left, bound[d]) + 1):
+                rec(i + 1, left // f, acc + [f])
+
+        rec(0, limit, [])
+        return out
+
+    result = []
+    for cl in factorings(cores.clusters, {d: int(dims[d]) for d in allowed}):
+        inner = {d: -(-int(dims[d]) // cl[d]) for d in allowed}
+        for co in factorings(cores.cores_per_cluster, inner):
+            result.append((cl, co))
+    return result
+
+
+def spatial_options(problem: Problem, max_len: tuple[int, ...]) -> np.ndarray:
+    """(options, 8) unroll factors: every combination of maximal unroll tuples of the unrolled axes
+    (a dimension on at most one axis)."""
+    per_axis: list[list[dict[Dim, int]]] = []
+    for axis, lanes in zip(problem.arch.pe_array.axes, problem.lanes, strict=True):
+        if axis.mode is AxisMode.FLATTENED:
+            continue
+        dims = [d for d in axis.dim_ids if max_len[d] > 1]
+        opts: list[dict[Dim, int]] = [{}]
+        for k in range(1, min(axis.max_dims, len(dims)) + 1):
+            for chosen in combinations(dims, k):
+                opts.extend(_maximal_tuples(chosen, lanes, max_len))
+        per_axis.append(opts)
+    vectors = []
+    for combo in product(*per_axis):
+        used: set[Dim] = set()
+        ok = True
+        vec = [1] * NDIMS
+        for assignment in combo:
+            if used & assignment.keys():
+                ok = False
+                break
+            used |= assignment.keys()
+            for d, f in assignment.items():
+                vec[d] = f
+        if ok:
+            vectors.append(tuple(vec))
+    unique = sorted(set(vectors), key=lambda v: (-int(np.prod(v)), v))
+    # Drop options dominated component-wise by another option.
+    arr = np.array(unique, dtype=np.int64)
+    keep = [i for i in range(len(arr)) if not np.any(np.all(arr >= arr[i], axis=1) & np.any(arr > arr[i], axis=1))]
+    return arr[keep]
+
+
+def _maximal_tuples(dims: tuple[Dim, ...], lanes: int, max_len: tuple[int, ...]) -> list[dict[Dim, int]]:
+    caps = [min(lanes, max_len[d]) for d in dims]
+    found: list[tuple[int, ...]] = []
+
+    def rec(i: int, left: int, acc: list[int]) -> None:
+        if i == len(dims):
+            found.append(tuple(acc))
+            return
+        for f in range(2, min(caps[i], left) + 1):
+            rec(i + 1, left // f, acc + [f])
+
+    rec(0, lanes, [])
+    maximal = []
+    for t in found:
+        prod_t = int(np.prod(t))
+        if all(t[i] + 1 > caps[i] or prod_t // t[i] * (t[i] + 1) > lanes for i in range(len(t))):
+            maximal.append(dict(zip(dims, t, strict=True)))
+    return maximal
+
+
+@dataclass
+class TileGroup:
+    """Candidate tile sizes for a group of dimensions that interact (P with R, Q with S)."""
+
+    dims: tuple[Dim, ...]
+    tiles: np.ndarray  # (m, len(dims))
+    footprint: np.ndarray  # (m, shapes, 3): factor of each operand's on-chip box (elements)
+    dominators: list[np.ndarray]  # per candidate: candidates at least as good in every cost
+    # quantity (only footprint larger), reduced to those with a minimal footprint
+
+
+def _pareto(features: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """Indices (ascending) of rows not dominated (all features <=, one <) by another row of the
+    same class; exact duplicates keep the first row."""
+    keep = np.zeros(len(features), dtype=bool)
+    for cls in np.unique(classes, axis=0):
+        idx = np.nonzero(np.all(classes == cls, axis=1))[0]
+        f = features[idx]
+        front: list[int] = []
+        for j in np.lexsort(f.T[::-1]):
+            row = f[j]
+            if front and np.any(np.all(f[front] <= row, axis=1)):
+                continue
+            front.append(int(j))
+        keep[idx[front]] = True
+    return np.nonzero(keep)[0]
+
+
+def _compute_features(problem: Problem, dims: tuple[Dim, ...], ext: dict[Dim, list[tuple[np.ndarray, np.ndarray]]],
+                      unroll_values: dict[Dim, list[int]]) -> list[np.ndarray]:
+    """Compute-cycle features of a group: for unrolled dims, sum_i ceil(t_i/u) per unroll value; for
+    dims on a flattened axis, g(Y) = sum over the group's positions of ceil(prod t * Y / lanes) for
+    Y = 1..lanes (enough: g(Y + lanes) - g(Y) is the same for every candidate)."""
+    out: list[np.ndarray] = []
+    flat_dims = set()
+    for fdims, lanes in problem.flattened_axes:
+        mine = [d for d in dims if d in fdims]
+        flat_dims |= set(mine)
+        if not mine:
+            continue
+        for y in range(1, lanes + 1):
+            total = 0
+            for pick in product(*[ext[d] for d in mine]):
+                count = 1
+                prod_t = 1
+                for size, cnt in pick:
+                    count = count * cnt
+                    prod_t = prod_t * size
+                total = total + count * (-(-(prod_t * y) // lanes))
+            out.append(np.asarray(total))
+    for d in dims:
+        if d in flat_dims:
+            continue
+        for u in unroll_values.get(d, []):
+            if u > 1:
+                out.append(sum(cnt * (-(-size // u)) for size, cnt in ext[d]))
+    return out
+
+
+def tile_groups(problem: Problem, grid: CoreGrid, unroll_options: np.ndarray) -> list[TileGroup]:
+    """Pareto-pruned tile candidates of every dimension group for this core split."""
+    max_len = grid.max_length
+    unroll_values = {d: sorted(set(int(u) for u in unroll_options[:, d])) for d in DIMS}
+    prec = problem.precision
+    burst = problem.arch.dram.burst_bytes
+    groups = []
+    layout_steps = {op: _step_bytes(problem, op) for op in OPERANDS}
+    for dims in ((Dim.N,), (Dim.G,), (Dim.K,), (Dim.C,), (Dim.P, Dim.R), (Dim.Q, Dim.S)):
+        grids = np.meshgrid(*[np.arange(1, max_len[d] + 1) for d in dims], indexing="ij")
+        tiles = np.stack([g.ravel() for g in grids], axis=1).astype(np.int64)
+        m = len(tiles)
+        feats: list[np.ndarray] = []
+        classes: list[np.ndarray] = []
+        foot = np.ones((m, len(grid.shapes), 3), dtype=np.int64)
+        no = np.zeros(m, dtype=bool)
+        for s, core in enumerate(grid.shapes):
+            ext: dict[Dim, list[tuple[np.ndarray, np.ndarray]]] = {}
+            for j, d in enumerate(dims):
+                length = core.length[d]
+                t = np.minimum(tiles[:, j], length)
+                n = -(-length // t)
+                classes.append(n)
+                ext[d] = [(t, n - 1), (length - (n - 1) * t, np.ones_like(n))]
+                for op in OPERANDS:
+                    if d in RELEVANT[op] and problem.has_operand[op] and not _is_halo(op, d):
+                        foot[:, s, op] *= t
+                        e = _storage_index(op, d)
+                        sizes = tensor_sizes(problem, op)
+                        for b in _precisions(op, prec):
+                            every, partial = plain_bursts(length, sizes[e], tiles[:, j], no,
+                                                          layout_steps[op][e] * b, burst)
+                            feats.extend([every, partial])
+                        feats.append((no | (n == 1)) & (length == sizes[e]))
+            if problem.has_operand[Operand.INPUT] and dims in ((Dim.P, Dim.R), (Dim.Q, Dim.S)):
+                axis = 0 if dims[0] is Dim.P else 1
+                e = 3 + axis
+                size = tensor_sizes(problem, Operand.INPUT)[e]
+                table = halo_table(core.length[dims[0]], problem.input_window_start(axis, core.offset[dims[0]]),
+                                   size, problem.stride[axis], problem.dilation[axis], int(problem.dims[dims[1]]))
+                idx = (np.minimum(tiles[:, 0], core.length[dims[0]]) - 1,
+                       np.minimum(tiles[:, 1], int(problem.dims[dims[1]])) - 1, no.astype(np.int64),
+                       no.astype(np.int64))
+                foot[:, s, Operand.INPUT] *= table.max_ext[idx]
+                feats.extend([table.sum_ext[idx], table.nfull[idx]])
+                every, partial = table.bursts(layout_steps[Operand.INPUT][e] * prec.input, burst)
+                feats.extend([every[idx], partial[idx]])
+            feats.extend(np.broadcast_to(f, (m,)) for f in _compute_features(problem, dims, ext, unroll_values))
+        if not feats:
+            feats.append(tiles[:, 0])
+        cost_feats = np.stack([np.asarray(f, dtype=np.int64) for f in feats] +
+                              [np.asarray(c, dtype=np.int64) for c in classes], axis=1)
+        fp_flat = foot.reshape(m, -1)
+        keep = _pareto(np.concatenate([cost_feats, fp_flat], axis=1), np.zeros((m, 1), dtype=np.int64))
+        groups.append(TileGroup(dims, tiles[keep], foot[keep], _dominators(cost_feats[keep], fp_flat[keep])))
+    return groups
+
+
+def _dominators(cost: np.ndarray, fp: np.ndarray) -> list[np.ndarray]:
+    """For each candidate, the candidates with every cost quantity <= its own (and not identical,
+    or identical with a lower index), reduced to those whose footprint is minimal among them."""
+    m = len(cost)
+    le = np.all(cost[None, :, :] <= cost[:, None, :], axis=2)  # le[a, b]: b at least as good as a
+    same = np.all(cost[None, :, :] == cost[:, None, :], axis=2)
+    idx = np.arange(m)
+    allowed = le & (~same | (idx[None, :] < idx[:, None]))
+    out = []
+    for a in range(m):
+        cand = np.nonzero(allowed[a])[0]
+        if len(cand) > 1:
+            f = fp[cand]
+            geq = np.all(f[None, :, :] >= f[:, None, :], axis=2) & np.any(f[None, :, :] > f[:, None, :], axis=2)
+            # geq[i, j]: j's footprint >= i's everywhere and > somewhere -> j is not minimal
+            cand = cand[~np.any(geq, axis=0)]
+        out.append(cand)
+    return out
+
+
+def _is_halo(op: Operand, d: Dim) -> bool:
+    return op is Operand.INPUT and d in (Dim.P, Dim.Q, Dim.R, Dim.S)
+
+
+_STORAGE_INDEX = {
+    Operand.INPUT: {Dim.N: 0, Dim.G: 1, Dim.C: 2},
+    Operand.WEIGHT: {Dim.G: 0, Dim.K: 1, Dim.C: 2, Dim.R: 3, Dim.S: 4},
+    Operand.OUTPUT: {Dim.N: 0, Dim.G: 1, Dim.K: 2, Dim.P: 3, Dim.Q: 4},
+}
+
+
+def _storage_index(op: Operand, d: Dim) -> int:
+    return _STORAGE_INDEX[op][d]
+
+
+def _precisions(op: Operand, prec: object) -> list[int]:
+    from tileplan.workload.layer import Precision
+
+    assert isinstance(prec, Precision)
+    if op is Operand.OUTPUT:
+        return sorted({prec.output, prec.psum})
+    return [prec.of(op)]
+
+
+def _step_bytes(problem: Problem, op: Operand) -> list[int]:
+    """Elements of one step along each canonical storage dimension in the default layout."""
+    order = storage_order(op, DEFAULT_LAYOUTS[op])
+    sizes = tensor_sizes(problem, op)
+    step = [0] * 5
+    inner = 1
+    for e in reversed(order):
+        step[e] = inner
+        inner *= sizes[e]
+    return step
+
+
+def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 << 22) -> np.ndarray:
+    """(n, 8) tile vectors of every combination of group candidates whose boxes fit every on-chip
+    memory on every core shape (built group by group, dropping partial combinations that already
+    overflow a memory)."""
+    prec = problem.precision
+    elem_bytes = np.array([prec.input, prec.weight, prec.psum], dtype=np.int64)
+    mem_of = np.array(problem.memory_of_operand)
+    cap = problem.capacity_bytes * (1 if not problem.arch.double_buffering else 1)
+    factor = 2 if problem.arch.double_buffering else 1
+    n_mem = len(cap)
+    shapes = groups[0].footprint.shape[1]
+    # Minimal remaining factor per operand after each stage (lower bound for pruning).
+    mins = [g.footprint.min(axis=0) for g in groups]  # (shapes, 3)
+    suffix = [np.ones((shapes, 3), dtype=np.int64) for _ in range(len(groups) + 1)]
+    for i in range(len(groups) - 1, -1, -1):
+        suffix[i] = suffix[i + 1] * mins[i]
+    rows = np.zeros((1, 0), dtype=np.int64)
+    partial = np.ones((1, shapes, 3), dtype=np.int64)
+    for i, g in enumerate(groups):
+        m = len(g.tiles)
+        new_rows = []
+        new_partial = []
+        step = max(1, chunk // max(m, 1))
+        for start in range(0, len(rows), step):
+            r = rows[start:start + step]
+            p = partial[start:start + step]
+            cand = (p[:, None, :, :] * g.footprint[None, :, :, :]).reshape(-1, shapes, 3)
+            idx = np.stack([np.repeat(np.arange(start, start + len(r)), m), np.tile(np.arange(m), len(r))], axis=1)
+            bound = cand * suffix[i + 1][None] * elem_bytes[None, None, :] * factor
+            need = np.zeros((len(cand), shapes, n_mem), dtype=np.int64)
+            for op in OPERANDS:
+                if problem.has_operand[op]:
+                    need[:, :, mem_of[op]] += bound[:, :, op]
+            ok = np.all(need <= cap[None, None, :], axis=(1, 2))
+            if np.any(ok):
+                keep = idx[ok]
+                new_rows.append(np.concatenate([rows[keep[:, 0]], keep[:, 1:2]], axis=1))
+                new_partial.append(cand[ok])
+        if not new_rows:
+            return np.zeros((0, NDIMS), dtype=np.int64)
+        rows = np.concatenate(new_rows)
+        partial = np.concatenate(new_partial)
+    rows = _drop_dominated(problem, groups, rows, partial, elem_bytes, mem_of, cap, factor)
+    tiles = np.ones((len(rows), NDIMS), dtype=np.int64)
+    for i, g in enumerate(groups):
+        for j, d in enumerate(g.dims):
+            tiles[:, d] = g.tiles[rows[:, i], j]
+    return tiles
+
+
+def _drop_dominated(problem: Problem, groups: list[TileGroup], rows: np.ndarray, partial: np.ndarray,
+                    elem_bytes: np.ndarray, mem_of: np.ndarray, cap: np.ndarray, factor: int) -> np.ndarray:
+    """Drop combinations in which some group's candidate could be swapped for one that is at least
+    as good in every cost quantity and still fits: the swapped combination is never worse."""
+    keep = np.ones(len(rows), dtype=bool)
+    n_mem = len(cap)
+    for i, g in enumerate(groups):
+        width = max((len(d) for d in g.dominators), default=0)
+        if width == 0:
+            continue
+        table = np.full((len(g.dominators), width), -1, dtype=np.int64)
+        for a, dom in enumerate(g.dominators):
+            table[a, :len(dom)] = dom
+        mine = rows[:, i]
+        base = g.footprint[mine]  # (n, shapes, 3)
+        for k in range(width):
+            alt = table[mine, k]
+            has = alt >= 0
+            if not np.any(has):
+                continue
+            alt_fp = g.footprint[np.where(has, alt, mine)]
+            swapped = partial // np.maximum(base, 1) * alt_fp
+            need = np.zeros((len(rows), partial.shape[1], n_mem), dtype=np.int64)
+            for op in OPERANDS:
+                if problem.has_operand[op]:
+                    need[:, :, mem_of[op]] += swapped[:, :, op] * elem_bytes[op] * factor
+            fits = np.all(need <= cap[None, None, :], axis=(1, 2))
+            keep &= ~(has & fits)
+    return rows[keep]
