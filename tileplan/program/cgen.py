@@ -129,7 +129,9 @@ def emit_c(program: Program) -> str:
     reads = [f"    transfer_file(argv[{i + 1}], &tensors[{em.tensor_id[t.name]}], 0);"
              for i, t in enumerate(inputs)]
     body = em.body()
+    # every helper and memory is referenced, so programs that use only some compile warning-free
     body.append("    (void)conv; (void)pool; (void)divide; (void)init_tile; (void)load; (void)store;")
+    body.append("    " + " ".join(f"(void)mem_{m.name};" for m in p.memories))
     geo = p.inputs[0].shape
     return RUNTIME.substitute(
         name=p.name, op=p.op.value, usage=f"prog {' '.join(names)}", ncores=len(p.streams),

@@ -48,8 +48,10 @@ def _check_tensors(p: Program) -> None:
         raise ProgramError(f"[info] lacks tensor(s) {', '.join(missing)} for a {p.op.value} layer", line=1)
     if "WEIGHT" in seen and not p.op.has_weights:
         raise ProgramError(f"a {p.op.value} layer has no WEIGHT tensor", line=p.tensor("WEIGHT").line)
-    if p.output.shape != p.psum.shape or p.output.layout != p.psum.layout:
-        raise ProgramError("PSUM must have the shape and layout of OUTPUT", line=p.psum.line)
+    if (p.output.shape, p.output.layout, p.output.onchip_bytes) != (p.psum.shape, p.psum.layout,
+                                                                     p.psum.onchip_bytes):
+        raise ProgramError("PSUM must have the shape, layout and on-chip width of OUTPUT (they share "
+                           "on-chip tiles)", line=p.psum.line)
 
 
 def _check_vars(p: Program) -> None:

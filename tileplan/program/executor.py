@@ -37,7 +37,7 @@ from tileplan.program.ir import (
     Sync,
     Tensor,
 )
-from tileplan.program.irtext import instruction_text, stream_first_lines
+from tileplan.program.irtext import stream_first_lines
 from tileplan.program.kernels import MAX_IDENTITY, Geometry, ResidentTile, accumulate, region_pads
 from tileplan.workload.layer import OpKind
 
@@ -231,7 +231,6 @@ class _Machine:
                 self.place(dest, ins.dst, ins.src, line)[:] = values
             self.count(self.p.tensor(tile.tensor).operand, t, write=False)
         elif isinstance(ins, Init):
-            tile = self.p.tile(ins.tile)
             identity = MAX_IDENTITY if self.p.op is OpKind.MAXPOOL else 0
             self.place(core, ins.dst, ins.tile, line)[:] = identity
         elif isinstance(ins, Store):
@@ -308,4 +307,4 @@ def execute(program: Program, inputs: np.ndarray | Sequence[np.ndarray], weight:
     return machine.result()
 
 
-__all__ = ["ExecResult", "Traffic", "execute", "instruction_text", "layout_index"]
+__all__ = ["ExecResult", "Traffic", "execute", "layout_index"]

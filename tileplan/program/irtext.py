@@ -224,6 +224,7 @@ class _Parser:
         self.memories: list[Memory] = []
         self.tiles: list[Tile] = []
         self.streams: list[tuple[_Line, int, int, list[Instruction]]] = []
+        self.info_line_number = 1
 
     def info_line(self, ln: _Line) -> None:
         m = re.match(r"([A-Z][A-Z0-9]*)\(([^)]*)\)\Z", ln.tokens[0])
@@ -277,7 +278,7 @@ class _Parser:
 
     def info_value(self, key: str, parse: Callable[[_Line, str], object]) -> object:
         if key not in self.info:
-            raise ProgramError(f"[info] lacks {key}", line=1)
+            raise ProgramError(f"[info] lacks {key}", line=self.info_line_number)
         ln, value = self.info[key]
         return parse(ln, value)
 
@@ -328,6 +329,8 @@ def parse_ir(text: str) -> Program:
                 if section != expected:
                     raise ln.fail(f"section {header} is out of order (expected [info], [var], then [text])")
                 section = header[1:-1]
+                if section == "info":
+                    parser.info_line_number = number
             elif m:
                 if section not in ("var", "text"):
                     raise ln.fail("[text] must follow [info] and [var]")

@@ -69,6 +69,14 @@ class VerifyResult:
         """The output is bit-exact and the model predicted every byte and burst the program moved."""
         return self.bit_exact and self.bytes_match and self.bursts_match
 
+    def to_dict(self) -> dict[str, object]:
+        """Plain numbers for reports and JSON (per-operand lists are input, weight, output)."""
+        return {"layer": self.layer, "ok": self.ok, "feasible": self.feasible, "bit_exact": self.bit_exact,
+                "predicted_bytes": list(self.predicted_bytes), "counted_bytes": list(self.counted_bytes),
+                "predicted_bursts": list(self.predicted_bursts), "counted_bursts": list(self.counted_bursts),
+                "aligned_bursts": list(self.aligned_bursts), "instructions": self.instructions,
+                "mismatches": self.mismatches()}
+
     def mismatches(self) -> list[str]:
         """One line per disagreement, e.g. ``input bytes: predicted 512, counted 640``."""
         out = [] if self.bit_exact else ["output differs from the direct reference"]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import fields
 from collections.abc import Callable
 
 import numpy as np
 
 from tileplan.cost.batch import CostBatch, MappingBatch
-from tileplan.cost.model import _compute_cycles, finish, sweep
+from tileplan.cost.model import ShapeSweep, Sweep, _compute_cycles, finish, sweep
 from tileplan.cost.problem import CoreGrid, Problem
 from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
 from tileplan.mapping import Mapping
@@ -105,6 +106,18 @@ def to_mapping(problem: Problem, tiles: np.ndarray, order: np.ndarray, unroll: n
                    cluster_split=split[0], core_split=split[1], spatial=_spatial_of(problem, unroll))
 
 
+def _all_orders(sw: Sweep, orders: np.ndarray, objective: Objective) -> np.ndarray:
+    """(n, orders) objective of every row under every order, in one model call."""
+    n = len(sw.feasible)
+    k = len(orders)
+    rep = Sweep(sw.problem, sw.grid, [ShapeSweep(*(np.repeat(getattr(sh, f.name), k, axis=0)
+                                                    if isinstance(getattr(sh, f.name), np.ndarray)
+                                                    else getattr(sh, f.name) for f in fields(sh)))
+                                      for sh in sw.shapes],
+                np.repeat(sw.hoist, k, axis=0), np.repeat(sw.feasible, k), np.repeat(sw.footprint, k, axis=0))
+    return objective.key(finish(rep, np.tile(orders, (n, 1)))).reshape(n, k)
+
+
 def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
                progress: Progress | None = None) -> SearchResult:
     """Minimise ``objective`` over every core split, tile size, loop order and spatial unrolling.
@@ -144,7 +157,7 @@ def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
                                  np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy(),
                                  splits[s][0], splits[s][1])
             sw = sweep(problem, batch)
-            keys = np.stack([objective.key(finish(sw, o)) for o in orders], axis=1)
+            keys = _all_orders(sw, orders, objective)
             evaluated += keys.size
             low = float(keys.min())
             if not np.isfinite(low) or (best_key is not None and low > best_key[0]):

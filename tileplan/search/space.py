@@ -304,22 +304,28 @@ def _step_bytes(problem: Problem, op: Operand) -> list[int]:
     return step
 
 
-def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 << 22) -> np.ndarray:
-    """(n, 8) tile vectors of every combination of group candidates whose boxes fit every on-chip
-    memory on every core shape (built group by group, dropping partial combinations that already
-    overflow a memory)."""
+def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 << 21) -> np.ndarray:
+    """(n, 8) tile vectors of the combinations of group candidates that fit every on-chip memory on
+    every core shape and in which no group's candidate could be swapped for one that is at least as
+    good in every cost quantity and still fit (such a swap never makes any objective worse).
+
+    Built group by group: partial combinations that overflow a memory even with the smallest
+    remaining candidates are dropped, and so are those whose newest candidate has a better swap
+    that fits even with the largest remaining candidates."""
     prec = problem.precision
     elem_bytes = np.array([prec.input, prec.weight, prec.psum], dtype=np.int64)
     mem_of = np.array(problem.memory_of_operand)
-    cap = problem.capacity_bytes * (1 if not problem.arch.double_buffering else 1)
     factor = 2 if problem.arch.double_buffering else 1
-    n_mem = len(cap)
+    cap = problem.capacity_bytes
     shapes = groups[0].footprint.shape[1]
-    # Minimal remaining factor per operand after each stage (lower bound for pruning).
-    mins = [g.footprint.min(axis=0) for g in groups]  # (shapes, 3)
-    suffix = [np.ones((shapes, 3), dtype=np.int64) for _ in range(len(groups) + 1)]
+    mins = [g.footprint.min(axis=0) for g in groups]
+    maxs = [g.footprint.max(axis=0) for g in groups]
+    lo = [np.ones((shapes, 3), dtype=np.int64) for _ in range(len(groups) + 1)]
+    hi = [np.ones((shapes, 3), dtype=np.int64) for _ in range(len(groups) + 1)]
     for i in range(len(groups) - 1, -1, -1):
-        suffix[i] = suffix[i + 1] * mins[i]
+        lo[i] = lo[i + 1] * mins[i]
+        hi[i] = hi[i + 1] * maxs[i]
+    weights = elem_bytes * factor
     rows = np.zeros((1, 0), dtype=np.int64)
     partial = np.ones((1, shapes, 3), dtype=np.int64)
     for i, g in enumerate(groups):
@@ -329,24 +335,25 @@ def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 <
         step = max(1, chunk // max(m, 1))
         for start in range(0, len(rows), step):
             r = rows[start:start + step]
-            p = partial[start:start + step]
-            cand = (p[:, None, :, :] * g.footprint[None, :, :, :]).reshape(-1, shapes, 3)
-            idx = np.stack([np.repeat(np.arange(start, start + len(r)), m), np.tile(np.arange(m), len(r))], axis=1)
-            bound = cand * suffix[i + 1][None] * elem_bytes[None, None, :] * factor
-            need = np.zeros((len(cand), shapes, n_mem), dtype=np.int64)
-            for op in OPERANDS:
-                if problem.has_operand[op]:
-                    need[:, :, mem_of[op]] += bound[:, :, op]
-            ok = np.all(need <= cap[None, None, :], axis=(1, 2))
-            if np.any(ok):
-                keep = idx[ok]
-                new_rows.append(np.concatenate([rows[keep[:, 0]], keep[:, 1:2]], axis=1))
-                new_partial.append(cand[ok])
+            cand = (partial[start:start + step, None] * g.footprint[None]).reshape(-1, shapes, 3)
+            pick = np.tile(np.arange(m), len(r))
+            ok = _fits(problem, cand * lo[i + 1][None], weights, mem_of, cap)
+            cand, pick, parent = cand[ok], pick[ok], np.repeat(np.arange(start, start + len(r)), m)[ok]
+            better = _swap_fits(problem, g, pick, cand, hi[i + 1], weights, mem_of, cap)
+            keep = ~better
+            if np.any(keep):
+                new_rows.append(np.concatenate([rows[parent[keep]], pick[keep, None]], axis=1))
+                new_partial.append(cand[keep])
         if not new_rows:
             return np.zeros((0, NDIMS), dtype=np.int64)
         rows = np.concatenate(new_rows)
         partial = np.concatenate(new_partial)
-    rows = _drop_dominated(problem, groups, rows, partial, elem_bytes, mem_of, cap, factor)
+    # Exact check of every group now that the combinations are complete.
+    keep = np.ones(len(rows), dtype=bool)
+    ones = np.ones((shapes, 3), dtype=np.int64)
+    for i, g in enumerate(groups[:-1]):
+        keep &= ~_swap_fits(problem, g, rows[:, i], partial, ones, weights, mem_of, cap)
+    rows = rows[keep]
     tiles = np.ones((len(rows), NDIMS), dtype=np.int64)
     for i, g in enumerate(groups):
         for j, d in enumerate(g.dims):
@@ -354,32 +361,35 @@ def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 <
     return tiles
 
 
-def _drop_dominated(problem: Problem, groups: list[TileGroup], rows: np.ndarray, partial: np.ndarray,
-                    elem_bytes: np.ndarray, mem_of: np.ndarray, cap: np.ndarray, factor: int) -> np.ndarray:
-    """Drop combinations in which some group's candidate could be swapped for one that is at least
-    as good in every cost quantity and still fits: the swapped combination is never worse."""
-    keep = np.ones(len(rows), dtype=bool)
-    n_mem = len(cap)
-    for i, g in enumerate(groups):
-        width = max((len(d) for d in g.dominators), default=0)
-        if width == 0:
+def _fits(problem: Problem, boxes: np.ndarray, weights: np.ndarray, mem_of: np.ndarray,
+          cap: np.ndarray) -> np.ndarray:
+    """Whether boxes (n, shapes, 3 operands; elements) fit every memory on every shape."""
+    need = np.zeros(boxes.shape[:2] + (len(cap),), dtype=np.int64)
+    for op in OPERANDS:
+        if problem.has_operand[op]:
+            need[:, :, mem_of[op]] += boxes[:, :, op] * weights[op]
+    return np.all(need <= cap[None, None, :], axis=(1, 2))
+
+
+def _swap_fits(problem: Problem, g: TileGroup, pick: np.ndarray, boxes: np.ndarray, scale: np.ndarray,
+               weights: np.ndarray, mem_of: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """For combinations whose group-g candidate is ``pick`` and whose boxes are ``boxes`` (times
+    ``scale`` for groups not chosen yet), whether some dominator of ``pick`` would still fit."""
+    out = np.zeros(len(pick), dtype=bool)
+    width = max((len(d) for d in g.dominators), default=0)
+    if width == 0 or len(pick) == 0:
+        return out
+    table = np.full((len(g.dominators), width), -1, dtype=np.int64)
+    for a, dom in enumerate(g.dominators):
+        table[a, :len(dom)] = dom
+    base = np.maximum(g.footprint[pick], 1)
+    rest = boxes // base * scale[None]
+    for k in range(width):
+        alt = table[pick, k]
+        has = alt >= 0
+        if not np.any(has):
             continue
-        table = np.full((len(g.dominators), width), -1, dtype=np.int64)
-        for a, dom in enumerate(g.dominators):
-            table[a, :len(dom)] = dom
-        mine = rows[:, i]
-        base = g.footprint[mine]  # (n, shapes, 3)
-        for k in range(width):
-            alt = table[mine, k]
-            has = alt >= 0
-            if not np.any(has):
-                continue
-            alt_fp = g.footprint[np.where(has, alt, mine)]
-            swapped = partial // np.maximum(base, 1) * alt_fp
-            need = np.zeros((len(rows), partial.shape[1], n_mem), dtype=np.int64)
-            for op in OPERANDS:
-                if problem.has_operand[op]:
-                    need[:, :, mem_of[op]] += swapped[:, :, op] * elem_bytes[op] * factor
-            fits = np.all(need <= cap[None, None, :], axis=(1, 2))
-            keep &= ~(has & fits)
-    return rows[keep]
+        idx = np.nonzero(has)[0]
+        swapped = rest[idx] * g.footprint[alt[idx]]
+        out[idx] |= _fits(problem, swapped, weights, mem_of, cap)
+    return out

@@ -1,0 +1,175 @@
+"""The Python API, and the one place that hands strategies a compiled problem.
+
+>>> from tileplan import api
+>>> cost = api.evaluate(api.load_network("lenet5")["conv1"], "nmp",
+...                     api.Mapping.from_dict({"order": "NGKCPQRS"}, dims=api.load_network("lenet5")["conv1"].dims))
+>>> int(cost.dram_weight_bytes)   # all 6 filters of 5x5, 16-bit
+300
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tileplan import arch as arch_mod
+from tileplan.arch.spec import Arch, AxisMode
+from tileplan.cost.batch import MappingBatch
+from tileplan.cost.bounds import compulsory_bytes, io_lower_bound_bytes
+from tileplan.cost.model import evaluate as evaluate_batch
+from tileplan.cost.problem import Problem
+from tileplan.dims import DIMS, OPERANDS, Dim
+from tileplan.errors import MappingError, WorkloadError
+from tileplan.mapping import Mapping
+from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
+from tileplan.search import run as run_strategy
+from tileplan.search.objective import Objective
+from tileplan.workload import zoo
+from tileplan.workload.layer import Layer, Precision
+from tileplan.workload.network import Network
+
+__all__ = ["Mapping", "evaluate", "load_arch", "load_network", "plan", "plan_layer"]
+
+#: progress(done, total, label) is called as layers are planned.
+Progress = Callable[[int, int, str], None]
+
+
+def load_arch(spec: str | Path | Arch) -> Arch:
+    """An accelerator from an ``Arch``, a preset name, a YAML file or an e-PlaNNer JSON file."""
+    return spec if isinstance(spec, Arch) else arch_mod.load(spec)
+
+
+def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported: bool = False) -> Network:
+    """A network from a ``Network``, a zoo name or an ``.onnx`` file."""
+    if isinstance(spec, Network):
+        return spec
+    text = str(spec)
+    if text.lower().endswith(".onnx") or Path(text).is_file():
+        from tileplan.workload.onnx_import import load_onnx
+
+        return load_onnx(text, batch=batch if batch != 1 else None, skip_unsupported=skip_unsupported)
+    return zoo.get(text, batch=batch)
+
+
+def _precision(arch: Arch, precision_bytes: int | None) -> Precision:
+    return Precision.uniform(precision_bytes or arch.precision_bytes)
+
+
+def validate_mapping(problem: Problem, mapping: Mapping) -> None:
+    """Raise ``MappingError`` naming the first constraint ``mapping`` breaks on this layer/arch
+    (memory fit is checked by :func:`evaluate`)."""
+    arch, layer = problem.arch, problem.layer
+    cores = arch.cores
+    for label, split, limit in (("clusters", mapping.cluster_split, cores.clusters),
+                                ("cores per cluster", mapping.core_split, cores.cores_per_cluster)):
+        total = 1
+        for d, f in enumerate(split):
+            total *= f
+            if f > 1 and Dim(d).name not in cores.split_dims:
+                raise MappingError(f"{arch.name} cannot split {Dim(d).name} across {label} "
+                                   f"(splittable: {', '.join(cores.split_dims)})")
+        if total > limit:
+            raise MappingError(f"split over {label} uses {total} parts but {arch.name} has {limit}")
+    grid = problem.core_grid(mapping.cluster_split, mapping.core_split)
+    longest = grid.max_length
+    for d in DIMS:
+        if mapping.tiles[d] > longest[d]:
+            where = " per core" if longest[d] < layer.dims[d] else ""
+            raise MappingError(f"tile {d.name}={mapping.tiles[d]} is larger than the layer's {d.name}="
+                               f"{longest[d]}{where} (layer {layer.name!r})")
+    axes = arch.pe_array.axes
+    if len(mapping.spatial) > len(axes):
+        raise MappingError(f"mapping unrolls {len(mapping.spatial)} PE-array axes; {arch.name} has {len(axes)}")
+    seen: set[Dim] = set()
+    for axis, lanes, entry in zip(axes, problem.lanes, mapping.spatial, strict=False):
+        if axis.mode is AxisMode.FLATTENED and entry:
+            raise MappingError(f"axis {axis.name!r} is a flattened vector over {','.join(axis.dims)}; "
+                               f"leave its spatial entry empty")
+        if len(entry) > axis.max_dims:
+            raise MappingError(f"axis {axis.name!r} unrolls at most {axis.max_dims} dimension(s)")
+        used = 1
+        for d, f in entry:
+            if d.name not in axis.dims:
+                raise MappingError(f"axis {axis.name!r} cannot unroll {d.name} (allowed: {', '.join(axis.dims)})")
+            if d in seen:
+                raise MappingError(f"dimension {d.name} is unrolled on two axes")
+            seen.add(d)
+            used *= f
+        if used > lanes:
+            raise MappingError(f"axis {axis.name!r} has {lanes} PEs but the unroll factors multiply to {used}")
+
+
+def evaluate(layer: Layer, arch: str | Path | Arch, mapping: Mapping, *,
+             precision_bytes: int | None = None) -> LayerCost:
+    """The full cost breakdown of one given mapping (Timeloop's "model" mode).
+
+    Raises ``MappingError`` saying which constraint fails for an invalid mapping.
+    """
+    a = load_arch(arch)
+    problem = Problem(layer.with_precision(_precision(a, precision_bytes)), a)
+    validate_mapping(problem, mapping)
+    costs = evaluate_batch(problem, MappingBatch.from_mappings([mapping]))
+    if not costs.feasible[0]:
+        factor = 2 if a.double_buffering else 1
+        over = []
+        for mem, need in zip(a.memories, costs.footprint_bytes[0], strict=True):
+            if need * factor > mem.size_bytes:
+                dbl = " double-buffered" if factor == 2 else ""
+                over.append(f"memory {mem.name!r} holds {mem.size_bytes} B but the{dbl} tiles of "
+                            f"{', '.join(mem.operands)} need {need * factor} B")
+        raise MappingError(f"mapping does not fit layer {layer.name!r} on {a.name}: " + "; ".join(over))
+    return LayerCost.from_batch(costs, 0, a.dram_bytes_per_cycle)
+
+
+def plan_layer(layer: Layer, arch: Arch, *, strategy: str = "exhaustive", objective: str | Objective = "latency",
+               budget: int = 20_000, seed: int = 0) -> LayerPlan:
+    """Search one layer (precision must be set, or the accelerator's default is used)."""
+    obj = Objective(objective)
+    layer = layer.with_precision(_precision(arch, None))
+    bounds = (compulsory_bytes(layer), io_lower_bound_bytes(layer, arch))
+    if not layer.moves_data:
+        return LayerPlan(layer.name, layer.op.value, layer.shape_str(), None, LayerCost.zero(), 0, 0, strategy,
+                         0, 0.0, 0.0)
+    problem = Problem(layer, arch)
+    result = run_strategy(strategy, problem, obj, budget=budget, seed=seed)
+    cost = LayerCost.from_batch(result.cost, 0, arch.dram_bytes_per_cycle)
+    return LayerPlan(layer.name, layer.op.value, layer.shape_str(), result.mapping, cost, bounds[0], bounds[1],
+                     result.strategy, result.evaluated, result.space_size, result.seconds)
+
+
+def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: str = "exhaustive",
+         objective: str | Objective = "latency", batch: int = 1, precision_bytes: int | None = None,
+         budget: int = 20_000, seed: int = 0, cache: bool = True, progress: Progress | None = None) -> NetworkPlan:
+    """Plan every layer of ``network`` on ``arch``.
+
+    Layers with identical planning parameters are searched once (e-PlaNNer's schedule caching,
+    thesis Sec. 4.2); the others reuse the plan and record ``cached_from``.
+    """
+    a = load_arch(arch)
+    net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
+    obj = Objective(objective)
+    seen: dict[tuple[object, ...], LayerPlan] = {}
+    out: list[LayerPlan] = []
+    for i, layer in enumerate(net.layers):
+        if progress:
+            progress(i, len(net.layers), layer.name)
+        key = layer.signature()
+        if cache and key in seen and seen[key].mapping is not None:
+            ref = seen[key]
+            out.append(LayerPlan(layer.name, ref.op, ref.shape, ref.mapping, ref.cost, ref.compulsory_bytes,
+                                 ref.io_bound_bytes, ref.strategy, 0, ref.space_size, 0.0, cached_from=ref.name))
+            continue
+        try:
+            lp = plan_layer(layer, a, strategy=strategy, objective=obj, budget=budget, seed=seed)
+        except WorkloadError as err:
+            raise WorkloadError(f"network {net.name!r}: {err}") from None
+        seen[key] = lp
+        out.append(lp)
+    if progress:
+        progress(len(net.layers), len(net.layers), "done")
+    return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
+                       {"batch": batch, "precision_bytes": precision_bytes or a.precision_bytes})
+
+
+def operand_names() -> list[str]:
+    return [op.label for op in OPERANDS]
