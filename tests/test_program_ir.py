@@ -4,6 +4,7 @@ their line (parse errors, on-chip overflow, stale tiles)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +17,16 @@ from tileplan.arch import load
 from tileplan.dims import DIMS
 from tileplan.errors import TileplanError
 from tileplan.mapping import Mapping
-from tileplan.program import OnChipOverflowError, ProgramError, emit_ir, execute, generate_program, parse_ir
+from tileplan.program import (
+    OnChipOverflowError,
+    ProgramError,
+    emit_ir,
+    execute,
+    generate_program,
+    parse_ir,
+    read_ir,
+    write_ir,
+)
 from tileplan.program.ir import Conv, Instruction, Load, Program
 from tileplan.workload.layer import Layer, Precision
 
@@ -134,6 +144,22 @@ def test_corrupted_ir_names_the_line(prefix: str, replacement: str, message: str
     assert isinstance(err.value, TileplanError)
 
 
+def test_ir_files_round_trip_and_corrupted_files_name_file_and_line(tmp_path: Path) -> None:
+    program = parse_ir(_small_program_text())
+    path = tmp_path / "conv.ir"
+    write_ir(program, path)
+    assert read_ir(path) == program and list(tmp_path.iterdir()) == [path]
+    lines = path.read_text().splitlines()
+    number = next(i for i, line in enumerate(lines, start=1) if line.startswith("CONV "))
+    lines[number - 1] = lines[number - 1].replace("CONV", "KONV")
+    path.write_text("\n".join(lines))
+    with pytest.raises(ProgramError) as err:
+        read_ir(path)
+    assert str(err.value).startswith(f"{path}: line {number}: unknown instruction 'KONV'")
+    with pytest.raises(ProgramError, match="cannot read the program"):
+        read_ir(tmp_path / "missing.ir")
+
+
 def test_missing_text_section_is_a_parse_error() -> None:
     text = _small_program_text()
     with pytest.raises(ProgramError, match=r"ends without a \[text\] section"):
@@ -172,11 +198,13 @@ def test_stale_or_misused_tiles_are_caught_at_their_line() -> None:
     conv = stream.instructions[conv_at]
     assert isinstance(conv, Conv)
     region = conv.region[:4] + ((0, 4),) + conv.region[5:]  # all output rows
-    wide = Conv(conv.out, conv.inp, conv.wt, conv.stride, conv.pads, region)
-    changed = stream.instructions[:conv_at] + (wide,) + stream.instructions[conv_at + 1:]
-    with pytest.raises(ProgramError, match="holds") as err:
-        execute(_with_stream(program, 0, changed), x, w)
-    assert err.value.line > 0
+    for pads, message in (((1, 0, 1, 1), r"pads \(1, 0, 1, 1\) disagree with the layer"),
+                          ((1, 1, 1, 1), "OUTPUT_0 holds 0:2 along storage dim 3, but the region needs 0:4")):
+        wide = Conv(conv.out, conv.inp, conv.wt, conv.stride, pads, region)
+        changed = stream.instructions[:conv_at] + (wide,) + stream.instructions[conv_at + 1:]
+        with pytest.raises(ProgramError, match=message) as err:
+            execute(_with_stream(program, 0, changed), x, w)
+        assert err.value.line == program.streams[0].instructions[conv_at].line
 
 
 def _with_stream(program: Program, core: int, instructions: tuple[Instruction, ...]) -> Program:

@@ -224,7 +224,8 @@ def sweep(problem: Problem, batch: MappingBatch) -> Sweep:
             sweep_bursts[:, op] = _bursts(problem, core, op, stats, halo_idx, t, hoist[:, op],
                                           batch.layouts[:, op], b)
             onchip_b = prec.psum if op is Operand.OUTPUT else b
-            fp[:, problem.memory_of_operand[op]] += box * onchip_b
+            copies = problem.layer.input_count if op is Operand.INPUT else 1  # an add holds every addend
+            fp[:, problem.memory_of_operand[op]] += box * onchip_b * copies
             if op is Operand.OUTPUT:
                 psum_bytes = elems * prec.psum
                 psum_bursts = sweep_bursts[:, op] if prec.psum == b else _bursts(

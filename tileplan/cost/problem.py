@@ -173,14 +173,14 @@ def _core_grid(problem: Problem, cluster_split: tuple[int, ...], core_split: tup
     return CoreGrid(tuple(cores), tuple(shapes), shape_of, tuple(groups))
 
 
-def _clip_key(problem: Problem, axis: int, core: CoreSlice) -> tuple[int, int]:
+def _clip_key(problem: Problem, axis: int, core: CoreSlice) -> tuple[int, int | None]:
     """What decides the input clipping of a core's output slice along rows (0) or columns (1)."""
     d_out, d_k = (Dim.P, Dim.R) if axis == 0 else (Dim.Q, Dim.S)
     size = problem.in_h if axis == 0 else problem.in_w
     start = problem.input_window_start(axis, core.offset[d_out])
     end = start + (core.length[d_out] - 1) * problem.stride[axis] + (int(problem.dims[d_k]) - 1) * \
         problem.dilation[axis] + 1
-    return (min(start, 0), size - start if end > size else -1)
+    return (min(start, 0), size - start if end > size else None)
 
 
 def dims_array(values: dict[Dim, int] | tuple[int, ...]) -> np.ndarray:

@@ -313,7 +313,7 @@ def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 <
     remaining candidates are dropped, and so are those whose newest candidate has a better swap
     that fits even with the largest remaining candidates."""
     prec = problem.precision
-    elem_bytes = np.array([prec.input, prec.weight, prec.psum], dtype=np.int64)
+    elem_bytes = np.array([prec.input * problem.layer.input_count, prec.weight, prec.psum], dtype=np.int64)
     mem_of = np.array(problem.memory_of_operand)
     factor = 2 if problem.arch.double_buffering else 1
     cap = problem.capacity_bytes

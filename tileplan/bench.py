@@ -1,0 +1,65 @@
+"""``tileplan bench``: how fast planning is (timing lives here, never in tests)."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.table import Table
+
+from tileplan import api
+
+
+@dataclass
+class BenchRow:
+    """One (network, accelerator) measurement. Times are wall-clock seconds on this machine."""
+
+    network: str
+    arch: str
+    layers: int
+    searched: int
+    seconds: float
+    evaluated: int
+    space_size: float
+    peak_mib: float
+    cache_saved_s: float
+
+    @property
+    def rate(self) -> float:
+        return self.evaluated / self.seconds if self.seconds else 0.0
+
+
+def run_bench(networks: list[str], archs: list[str], *, strategy: str = "exhaustive", objective: str = "latency",
+              log: Callable[[str], None] | None = None) -> list[BenchRow]:
+    """Plan each network on each accelerator once and measure it."""
+    rows = []
+    for arch in archs:
+        for net in networks:
+            tracemalloc.start()
+            t0 = time.perf_counter()
+            result = api.plan(net.strip(), arch.strip(), strategy=strategy, objective=objective)
+            seconds = time.perf_counter() - t0
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            by_name = {lp.name: lp for lp in result.layers}
+            saved = sum(by_name[lp.cached_from].search_seconds for lp in result.layers if lp.cached_from)
+            row = BenchRow(result.network, result.arch, len(result.layers), result.searched_layers, seconds,
+                           sum(lp.evaluated for lp in result.layers),
+                           sum(lp.space_size for lp in result.layers if not lp.cached_from), peak / 2**20, saved)
+            rows.append(row)
+            if log:
+                log(f"{row.network} on {row.arch}: {seconds:.2f} s, {row.evaluated:,} candidates")
+    return rows
+
+
+def bench_table(rows: list[BenchRow]) -> Table:
+    t = Table(title="tileplan bench")
+    for c in ("network", "arch", "layers", "searched", "wall s", "candidates", "cand/s", "space",
+              "peak MiB", "cache saved s"):
+        t.add_column(c, justify="left" if c in ("network", "arch") else "right")
+    for r in rows:
+        t.add_row(r.network, r.arch, str(r.layers), str(r.searched), f"{r.seconds:.2f}", f"{r.evaluated:,}",
+                  f"{r.rate:,.0f}", f"{r.space_size:.2e}", f"{r.peak_mib:.0f}", f"{r.cache_saved_s:.2f}")
+    return t

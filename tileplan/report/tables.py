@@ -1,0 +1,163 @@
+"""Terminal tables and CSV for plans, accelerators and networks (rich)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import asdict
+
+from rich.table import Table
+
+from tileplan.arch.spec import Arch
+from tileplan.dims import DIMS, Dim
+from tileplan.mapping import Mapping, balanced_parts
+from tileplan.plan import LayerPlan, NetworkPlan
+from tileplan.workload.network import Network
+
+
+def kb(x: float) -> str:
+    return f"{x / 1024:,.1f}"
+
+
+def si(x: float) -> str:
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.2f}{unit}"
+    return f"{x:.0f}"
+
+
+def tiles_str(mapping: Mapping, dims: dict[Dim, int]) -> str:
+    """Tile sizes of the dimensions larger than 1, e.g. ``K64 C9 P12 Q56 R3 S3``."""
+    return " ".join(f"{d.name}{mapping.tiles[d]}" for d in DIMS if dims[d] > 1) or "-"
+
+
+def order_str(mapping: Mapping, dims: dict[Dim, int]) -> str:
+    """Tile loops with more than one trip, outermost first (``-`` when everything fits at once)."""
+    live = []
+    for d in mapping.order:
+        longest = max(length for _, length in _slices(dims[d], mapping.cluster_split[d], mapping.core_split[d]))
+        if -(-longest // mapping.tiles[d]) > 1:
+            live.append(d.name)
+    return "".join(live) or "-"
+
+
+def _slices(size: int, clusters: int, cores: int) -> list[tuple[int, int]]:
+    out = []
+    for off, length in balanced_parts(size, clusters):
+        out.extend((off + o, ln) for o, ln in balanced_parts(length, cores))
+    return out
+
+
+def split_str(mapping: Mapping) -> str:
+    parts = [f"{Dim(d).name}/{f}" for d, f in enumerate(mapping.cluster_split) if f > 1]
+    inner = [f"{Dim(d).name}/{f}" for d, f in enumerate(mapping.core_split) if f > 1]
+    return " ".join(parts) + (" | " + " ".join(inner) if inner else "") if parts or inner else "1"
+
+
+def plan_table(plan: NetworkPlan, network: Network, *, show_cached: bool = True) -> Table:
+    """Per-layer table with totals."""
+    multicore = any(lp.mapping and lp.mapping.cores_used > 1 for lp in plan.layers)
+    table = Table(title=f"{plan.network} on {plan.arch} — {plan.strategy} search, objective {plan.objective}",
+                  show_footer=True, header_style="bold")
+    cols = ["layer", "shape", "tiles", "order"] + (["split"] if multicore else []) + [
+        "in KB", "wt KB", "out KB", "bursts", "cycles", "util", "bound", "xcomp", "xIO"]
+    for c in cols:
+        table.add_column(c, justify="left" if c in ("layer", "shape", "tiles", "order", "split", "bound")
+                         else "right")
+    for lp in plan.layers:
+        if not show_cached and lp.cached_from:
+            continue
+        table.add_row(*_row(lp, network[lp.name].dims, multicore))
+    tot = {k: plan.total(k) for k in ("dram_input_bytes", "dram_weight_bytes", "dram_output_bytes", "bursts",
+                                       "latency_cycles")}
+    comp = sum(lp.compulsory_bytes for lp in plan.layers)
+    footer = ["total", f"{len(plan.layers)} layers", f"{plan.searched_layers} searched", ""] + \
+        ([""] if multicore else []) + [kb(tot["dram_input_bytes"]), kb(tot["dram_weight_bytes"]),
+                                       kb(tot["dram_output_bytes"]), si(tot["bursts"]), si(tot["latency_cycles"]),
+                                       "", "", f"{plan.dram_bytes / comp:.2f}" if comp else "", ""]
+    for col, text in zip(table.columns, footer, strict=True):
+        col.footer = text
+    return table
+
+
+def _row(lp: LayerPlan, dims: dict[Dim, int], multicore: bool) -> list[str]:
+    c = lp.cost
+    m = lp.mapping
+    name = lp.name + (" *" if lp.cached_from else "")
+    if m is None:
+        return [name, lp.shape, "(in place)", "-"] + (["-"] if multicore else []) + ["0"] * 5 + ["", "", "", ""]
+    return [name, lp.shape, tiles_str(m, dims), order_str(m, dims)] + ([split_str(m)] if multicore else []) + [
+        kb(c.dram_input_bytes), kb(c.dram_weight_bytes), kb(c.dram_output_bytes), si(c.bursts),
+        si(c.latency_cycles), f"{c.utilization:.0%}", c.bound, f"{lp.gap_compulsory:.2f}",
+        f"{lp.gap_io_bound:.2f}"]
+
+
+def plan_csv(plan: NetworkPlan) -> str:
+    """One row per layer with every cost field and the mapping in compact form."""
+    buf = io.StringIO()
+    rows = []
+    for lp in plan.layers:
+        row = {"layer": lp.name, "op": lp.op, "shape": lp.shape, "cached_from": lp.cached_from or "",
+               "compulsory_bytes": lp.compulsory_bytes, "io_bound_bytes": lp.io_bound_bytes,
+               "evaluated": lp.evaluated}
+        cost = asdict(lp.cost)
+        cost["footprint_bytes"] = " ".join(str(x) for x in lp.cost.footprint_bytes)
+        row.update(cost)
+        row["dram_bytes"] = lp.cost.dram_bytes
+        if lp.mapping:
+            row["tiles"] = " ".join(f"{d.name}{lp.mapping.tiles[d]}" for d in DIMS)
+            row["order"] = lp.mapping.loop_order_str()
+            row["split"] = split_str(lp.mapping)
+        rows.append(row)
+    fieldnames: list[str] = []
+    for r in rows:
+        fieldnames.extend(k for k in r if k not in fieldnames)
+    writer = csv.DictWriter(buf, fieldnames=fieldnames)
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def arch_table(arch: Arch) -> Table:
+    """Key facts of an accelerator."""
+    t = Table(title=f"{arch.name}: {arch.description}", show_header=False)
+    t.add_column("field")
+    t.add_column("value")
+    p = arch.precision_bytes
+    t.add_row("clock", f"{arch.clock_hz / 1e6:g} MHz")
+    t.add_row("default precision", f"{p} B")
+    t.add_row("cores", f"{arch.cores.clusters} cluster(s) x {arch.cores.cores_per_cluster} core(s)"
+              + (", multicast in cluster" if arch.cores.multicast and arch.cores.total > 1 else ""))
+    axes = ", ".join(f"{a.name}={a.lanes(p)} ({a.mode.value}: {','.join(a.dims)})" for a in arch.pe_array.axes)
+    t.add_row("PE array / core", axes or "1 MAC")
+    t.add_row("peak", f"{arch.peak_macs_per_cycle(p)} MACs/cycle = "
+              f"{arch.peak_macs_per_cycle(p) * arch.clock_hz / 1e9:g} GMAC/s")
+    for m in arch.memories:
+        t.add_row(f"memory {m.name}", f"{m.size_bytes / 1024:g} KB for {', '.join(m.operands)}, "
+                  f"{m.energy_pj_per_byte:g} pJ/B")
+    d = arch.dram
+    t.add_row("DRAM", f"{d.bandwidth_bytes_per_s / 1e9:g} GB/s, {d.burst_bytes} B bursts, "
+              f"{d.burst_latency_ns:g} ns/burst, {d.energy_pj_per_byte:g} pJ/B")
+    t.add_row("overlap / double buffering", f"{arch.overlap} / {arch.double_buffering}")
+    rf = arch.register_file
+    t.add_row("register file / PE", f"{rf.weights_bytes}/{rf.inputs_bytes}/{rf.psums_bytes} B (w/in/psum)")
+    if arch.noc.bandwidth_bytes_per_s:
+        t.add_row("NoC", f"{arch.noc.bandwidth_bytes_per_s / 1e9:g} GB/s")
+    t.add_row("MAC energy", f"{arch.energy.mac_pj:g} pJ")
+    return t
+
+
+def network_table(network: Network, rows: list[dict[str, object]]) -> Table:
+    """``tileplan zoo show``: one row per layer from ``zoo.summary_rows``."""
+    t = Table(title=f"{network.name}: {len(network)} layers", show_footer=True)
+    if not rows:
+        return t
+    keys = list(rows[0].keys())
+    for k in keys:
+        t.add_column(str(k), justify="right" if isinstance(rows[0][k], int | float) else "left")
+    for r in rows:
+        t.add_row(*[f"{v:,}" if isinstance(v, int) else str(v) for v in r.values()])
+    totals = {k: sum(r[k] for r in rows if isinstance(r[k], int)) for k in keys if isinstance(rows[0][k], int)}
+    for col, k in zip(t.columns, keys, strict=True):
+        col.footer = f"{totals[k]:,}" if k in totals else ("total" if k == keys[0] else "")
+    return t
