@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from fixtures.program_cases import layers, mappings
 from helpers import toy_arch
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tileplan.arch import load

@@ -68,7 +68,7 @@ def plan(
 ) -> None:
     """Find the best mapping of every layer of MODEL and print a per-layer table with totals."""
     from tileplan.report.files import write_text_atomic
-    from tileplan.report.tables import plan_table, plan_csv
+    from tileplan.report.tables import plan_csv, plan_table
 
     def work() -> None:
         if objective not in ("latency", "energy", "edp", "dram"):

@@ -27,7 +27,7 @@ class Dim(IntEnum):
         try:
             return cls[name.strip().upper()]
         except KeyError:
-            raise ValueError(f"unknown dimension {name!r}; expected one of {', '.join(d.name for d in cls)}")
+            raise ValueError(f"unknown dimension {name!r}; expected one of {', '.join(d.name for d in cls)}") from None
 
 
 DIMS: tuple[Dim, ...] = tuple(Dim)

@@ -6,7 +6,7 @@ properties (``dram_bytes_per_cycle``, ``burst_latency_cycles``) so the cost mode
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -16,6 +16,7 @@ from tileplan.dims import Dim, Operand
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegFloat = Annotated[float, Field(ge=0)]
 PositiveInt = Annotated[int, Field(gt=0)]
+NonNegInt = Annotated[int, Field(ge=0)]
 
 
 class _Frozen(BaseModel):
@@ -75,7 +76,7 @@ class Cores(_Frozen):
         return self.clusters * self.cores_per_cluster
 
 
-class AxisMode(str, Enum):
+class AxisMode(StrEnum):
     UNROLLED = "unrolled"  # each chosen dim gets an unroll factor; steps = prod ceil(t_d / u_d)
     FLATTENED = "flattened"  # the dims form one vector; steps = ceil(prod t_d / size)
 
@@ -132,9 +133,9 @@ class PEArray(_Frozen):
 class RegisterFile(_Frozen):
     """Per-PE register file split by operand (bytes)."""
 
-    weights_bytes: int = Field(0, ge=0)
-    inputs_bytes: int = Field(0, ge=0)
-    psums_bytes: int = Field(0, ge=0)
+    weights_bytes: NonNegInt = 0
+    inputs_bytes: NonNegInt = 0
+    psums_bytes: NonNegInt = 0
     energy_pj_per_access: NonNegFloat = 0.0
 
 

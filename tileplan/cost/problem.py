@@ -154,7 +154,7 @@ def _core_grid(problem: Problem, cluster_split: tuple[int, ...], core_split: tup
     shapes: list[CoreSlice] = []
     shape_of = np.empty(len(cores), dtype=np.int64)
     for i, core in enumerate(cores):
-        key = (core.length, _clip_key(problem, 0, core), _clip_key(problem, 1, core))
+        key: tuple[object, ...] = (core.length, _clip_key(problem, 0, core), _clip_key(problem, 1, core))
         if key not in keys:
             keys[key] = len(shapes)
             shapes.append(core)

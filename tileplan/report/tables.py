@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping as MappingABC
+from collections.abc import Sequence
 from dataclasses import asdict
 
 from rich.table import Table
@@ -42,7 +44,7 @@ def order_str(mapping: Mapping, dims: dict[Dim, int]) -> str:
 
 
 def _slices(size: int, clusters: int, cores: int) -> list[tuple[int, int]]:
-    out = []
+    out: list[tuple[int, int]] = []
     for off, length in balanced_parts(size, clusters):
         out.extend((off + o, ln) for o, ln in balanced_parts(length, cores))
     return out
@@ -147,7 +149,7 @@ def arch_table(arch: Arch) -> Table:
     return t
 
 
-def network_table(network: Network, rows: list[dict[str, object]]) -> Table:
+def network_table(network: Network, rows: Sequence[MappingABC[str, object]]) -> Table:
     """``tileplan zoo show``: one row per layer from ``zoo.summary_rows``."""
     t = Table(title=f"{network.name}: {len(network)} layers", show_footer=True)
     if not rows:
@@ -157,7 +159,8 @@ def network_table(network: Network, rows: list[dict[str, object]]) -> Table:
         t.add_column(str(k), justify="right" if isinstance(rows[0][k], int | float) else "left")
     for r in rows:
         t.add_row(*[f"{v:,}" if isinstance(v, int) else str(v) for v in r.values()])
-    totals = {k: sum(r[k] for r in rows if isinstance(r[k], int)) for k in keys if isinstance(rows[0][k], int)}
+    totals = {k: sum(int(v) for r in rows if isinstance(v := r[k], int))
+              for k in keys if isinstance(rows[0][k], int) and k != "groups"}
     for col, k in zip(t.columns, keys, strict=True):
         col.footer = f"{totals[k]:,}" if k in totals else ("total" if k == keys[0] else "")
     return t

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import fields
 from collections.abc import Callable
+from dataclasses import fields
+from typing import Any
 
 import numpy as np
 
@@ -81,13 +82,13 @@ def _spatial_of(problem: Problem, unroll: np.ndarray) -> tuple[tuple[tuple[Dim, 
     """Assign unroll factors back to the PE-array axes that allow them (flattened axes: empty)."""
     from tileplan.arch.spec import AxisMode
 
-    spatial = []
+    spatial: list[tuple[tuple[Dim, int], ...]] = []
     used: set[Dim] = set()
     for axis in problem.arch.pe_array.axes:
         if axis.mode is AxisMode.FLATTENED:
             spatial.append(())
             continue
-        entry = []
+        entry: list[tuple[Dim, int]] = []
         for d in axis.dim_ids:
             if unroll[d] > 1 and d not in used and len(entry) < axis.max_dims:
                 entry.append((d, int(unroll[d])))
@@ -99,9 +100,10 @@ def _spatial_of(problem: Problem, unroll: np.ndarray) -> tuple[tuple[tuple[Dim, 
 def to_mapping(problem: Problem, tiles: np.ndarray, order: np.ndarray, unroll: np.ndarray,
                split: tuple[tuple[int, ...], tuple[int, ...]], hoist: np.ndarray | None = None) -> Mapping:
     """A ``Mapping`` from one row of batch arrays."""
-    h = (frozenset(), frozenset(), frozenset())
+    h: tuple[frozenset[Dim], frozenset[Dim], frozenset[Dim]] = (frozenset(), frozenset(), frozenset())
     if hoist is not None:
-        h = tuple(frozenset(Dim(d) for d in DIMS if hoist[op, d]) for op in OPERANDS)  # type: ignore[assignment]
+        sets = [frozenset(Dim(d) for d in DIMS if hoist[op, d]) for op in OPERANDS]
+        h = (sets[0], sets[1], sets[2])
     return Mapping(tiles=tuple(int(t) for t in tiles), order=tuple(Dim(int(d)) for d in order), hoist=h,
                    cluster_split=split[0], core_split=split[1], spatial=_spatial_of(problem, unroll))
 
@@ -110,10 +112,14 @@ def _all_orders(sw: Sweep, orders: np.ndarray, objective: Objective) -> np.ndarr
     """(n, orders) objective of every row under every order, in one model call."""
     n = len(sw.feasible)
     k = len(orders)
-    rep = Sweep(sw.problem, sw.grid, [ShapeSweep(*(np.repeat(getattr(sh, f.name), k, axis=0)
-                                                    if isinstance(getattr(sh, f.name), np.ndarray)
-                                                    else getattr(sh, f.name) for f in fields(sh)))
-                                      for sh in sw.shapes],
+    def repeat(sh: ShapeSweep) -> ShapeSweep:
+        parts: dict[str, Any] = {}
+        for f in fields(sh):
+            v = getattr(sh, f.name)
+            parts[f.name] = np.repeat(v, k, axis=0) if isinstance(v, np.ndarray) else v
+        return ShapeSweep(**parts)
+
+    rep = Sweep(sw.problem, sw.grid, [repeat(sh) for sh in sw.shapes],
                 np.repeat(sw.hoist, k, axis=0), np.repeat(sw.feasible, k), np.repeat(sw.footprint, k, axis=0))
     return objective.key(finish(rep, np.tile(orders, (n, 1)))).reshape(n, k)
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 
 from tileplan.cost.batch import CostBatch
 
 
-class Objective(str, Enum):
+class Objective(StrEnum):
     """Quantity to minimise: latency (cycles), energy (pJ), energy-delay product, or DRAM bytes."""
 
     LATENCY = "latency"

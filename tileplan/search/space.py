@@ -172,10 +172,10 @@ def _compute_features(problem: Problem, dims: tuple[Dim, ...], ext: dict[Dim, li
         if not mine:
             continue
         for y in range(1, lanes + 1):
-            total = 0
+            total: np.ndarray | int = 0
             for pick in product(*[ext[d] for d in mine]):
-                count = 1
-                prod_t = 1
+                count: np.ndarray | int = 1
+                prod_t: np.ndarray | int = 1
                 for size, cnt in pick:
                     count = count * cnt
                     prod_t = prod_t * size
