@@ -10,15 +10,16 @@ from tileplan.workload.layer import Layer
 
 
 def touched_input_elements(layer: Layer) -> int:
-    """Input elements some output actually reads (rows/columns skipped by a stride are not)."""
-    extents = []
+    """Input elements some output actually reads (rows/columns skipped by a stride, or only ever
+    covered by padding, are not read)."""
+    counts = []
     for axis, (dp, dk) in enumerate(((Dim.P, Dim.R), (Dim.Q, Dim.S))):
         size = layer.h if axis == 0 else layer.w
         pad = layer.pad[0] if axis == 0 else layer.pad[2]
-        start = -pad
-        end = (layer.dims[dp] - 1) * layer.stride[axis] + (layer.dims[dk] - 1) * layer.dilation[axis] - pad + 1
-        extents.append(max(0, min(end, size) - max(start, 0)))
-    return layer.n * layer.c_in * extents[0] * extents[1] * layer.input_count
+        stride, dil = layer.stride[axis], layer.dilation[axis]
+        used = {p * stride + k * dil - pad for p in range(layer.dims[dp]) for k in range(layer.dims[dk])}
+        counts.append(sum(1 for i in used if 0 <= i < size))
+    return layer.n * layer.c_in * counts[0] * counts[1] * layer.input_count
 
 
 def compulsory_bytes(layer: Layer) -> int:

@@ -1,0 +1,132 @@
+"""Search strategies: the pruned, vectorised exhaustive search finds the optimum of the unpruned space."""
+
+from __future__ import annotations
+
+from itertools import permutations, product
+
+import numpy as np
+import pytest
+from helpers import toy_arch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tileplan.cost.batch import MappingBatch
+from tileplan.cost.bounds import compulsory_bytes
+from tileplan.cost.model import evaluate
+from tileplan.cost.problem import Problem
+from tileplan.dims import DIMS, NDIMS, Dim
+from tileplan.errors import InfeasibleError
+from tileplan.search import exhaustive, random_search
+from tileplan.search.objective import Objective
+from tileplan.workload.layer import Layer, Precision
+
+
+def brute_force(problem: Problem, objective: Objective) -> float:
+    """Minimum of the model over every split, tile vector, loop order and unrolling (plain loops)."""
+    arch = problem.arch
+    dims = [int(x) for x in problem.dims]
+    splittable = [Dim[d] for d in arch.cores.split_dims]
+    best = np.inf
+    axes = [(a, lanes) for a, lanes in zip(arch.pe_array.axes, problem.lanes, strict=True)]
+    unrolls = [tuple([1] * NDIMS)]
+    for axis, lanes in axes:
+        grown = []
+        for base in unrolls:
+            grown.append(base)
+            for d in axis.dim_ids:
+                for f in range(2, lanes + 1):
+                    u = list(base)
+                    u[d] = f
+                    grown.append(tuple(u))
+        unrolls = grown
+    active = [d for d in DIMS if dims[d] > 1]
+    fixed = [d for d in DIMS if dims[d] == 1]
+    orders = [tuple(fixed) + perm for perm in permutations(active)]
+    for cl in product(*[range(1, arch.cores.clusters + 1) if d in splittable else [1] for d in DIMS]):
+        if int(np.prod(cl)) > arch.cores.clusters:
+            continue
+        for co in product(*[range(1, arch.cores.cores_per_cluster + 1) if d in splittable else [1] for d in DIMS]):
+            if int(np.prod(co)) > arch.cores.cores_per_cluster:
+                continue
+            grid = problem.core_grid(cl, co)
+            rows = []
+            for tiles in product(*[range(1, n + 1) for n in grid.max_length]):
+                for order in orders:
+                    for u in unrolls:
+                        rows.append((tiles, [int(d) for d in order], u))
+            n = len(rows)
+            batch = MappingBatch(np.array([r[0] for r in rows]), np.array([r[1] for r in rows]),
+                                 np.zeros((n, 3, NDIMS), dtype=bool), np.array([r[2] for r in rows]),
+                                 np.tile(MappingBatch.default_layout_codes(), (n, 1)), cl, co)
+            best = min(best, float(objective.key(evaluate(problem, batch)).min()))
+    return best
+
+
+CASES = [
+    (Layer.conv("a", c_in=3, h=4, w=2, k_out=2, r=2, s=1, pad=0, precision=Precision.uniform(1)),
+     dict(unified=40, burst=4, cores=2, axes=[{"name": "x", "size": 2, "dims": ["K", "P"]}])),
+    (Layer.conv("b", c_in=2, h=3, w=3, k_out=3, r=2, s=2, pad=(1, 0, 0, 1), stride=1, precision=Precision(1, 1, 1, 2)),
+     dict(sizes=(9, 8, 12), burst=2, axes=[{"name": "v", "size": 3, "dims": ["P", "Q", "R", "S"],
+                                            "mode": "flattened"}])),
+    (Layer.conv("c", c_in=4, h=3, w=2, k_out=2, r=1, s=1, pad=0, groups=2, precision=Precision.uniform(2)),
+     dict(unified=48, burst=8, clusters=2, cores=1, overlap=True, double_buffering=True)),
+]
+
+
+@pytest.mark.parametrize("objective", list(Objective))
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_exhaustive_equals_brute_force(case: int, objective: Objective) -> None:
+    layer, cfg = CASES[case]
+    problem = Problem(layer, toy_arch(**cfg))
+    result = exhaustive(problem, objective)
+    found = float(objective.key(result.cost)[0])
+    assert found == pytest.approx(brute_force(problem, objective), rel=1e-12)
+    # The reported mapping really has that cost.
+    again = evaluate(problem, MappingBatch.from_mappings([result.mapping]))
+    assert float(objective.key(again)[0]) == pytest.approx(found, rel=1e-12)
+
+
+def test_random_search_is_seeded_and_legal() -> None:
+    layer, cfg = CASES[0]
+    problem = Problem(layer, toy_arch(**cfg))
+    a = random_search(problem, Objective.LATENCY, budget=500, seed=3)
+    b = random_search(problem, Objective.LATENCY, budget=500, seed=3)
+    assert a.mapping == b.mapping and a.evaluated == 500
+    assert bool(a.cost.feasible[0])
+    best = exhaustive(problem, Objective.LATENCY)
+    assert float(a.cost.latency_cycles[0]) >= float(best.cost.latency_cycles[0])
+
+
+def test_infeasible_layer_names_the_memory() -> None:
+    layer = Layer.conv("huge", c_in=4, h=4, w=4, k_out=4, r=1, precision=Precision.uniform(4))
+    problem = Problem(layer, toy_arch(sizes=(4, 4, 2)))
+    with pytest.raises(InfeasibleError, match="'m2'.*output"):
+        exhaustive(problem, Objective.LATENCY)
+
+
+@st.composite
+def small_problem(draw):
+    r = draw(st.integers(1, 3))
+    layer = Layer.conv("h", n=draw(st.integers(1, 2)), c_in=draw(st.integers(1, 6)), h=draw(st.integers(r, 7)),
+                       w=draw(st.integers(r, 7)), k_out=draw(st.integers(1, 6)), r=r, pad=draw(st.integers(0, 1)),
+                       stride=draw(st.integers(1, 2)), precision=Precision.uniform(draw(st.sampled_from([1, 2]))))
+    size = draw(st.integers(24, 400))
+    return layer, size
+
+
+@settings(max_examples=25, deadline=None)
+@given(small_problem(), st.sampled_from(list(Objective)))
+def test_search_properties(case, objective: Objective) -> None:
+    """The chosen mapping fits, never moves less than the compulsory traffic, and more on-chip
+    memory never makes the optimum worse."""
+    layer, size = case
+    small = Problem(layer, toy_arch(unified=size, burst=8))
+    big = Problem(layer, toy_arch(unified=2 * size, burst=8))
+    try:
+        a = exhaustive(small, objective)
+    except InfeasibleError:
+        return
+    b = exhaustive(big, objective)
+    assert bool(a.cost.feasible[0]) and int(a.cost.footprint_bytes[0].sum()) <= size
+    assert float(a.cost.dram_bytes[0]) >= compulsory_bytes(small.layer)
+    assert float(objective.key(b.cost)[0]) <= float(objective.key(a.cost)[0]) * (1 + 1e-12)
