@@ -1,0 +1,62 @@
+"""Run an IR file on its own: rebuild the layer from the program's ``[info]``, draw random integer
+operands, execute, and check the output against the direct reference."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tileplan.program.executor import ExecResult, execute
+from tileplan.dims import Dim
+from tileplan.program.ir import Pool, Program
+from tileplan.program.reference import reference_output
+from tileplan.program.verify import random_operands
+from tileplan.workload.layer import Layer, Precision
+
+
+def layer_of(program: Program) -> Layer:
+    """The layer a program computes, from its tensors (canonical storage shapes) and parameters."""
+    inputs = [t for t in program.tensors if t.name.startswith("INPUT")]
+    n, g, c, h, w = inputs[0].shape
+    out = program.tensor("OUTPUT")
+    _, _, k, _, _ = out.shape
+    weight = next((t for t in program.tensors if t.name == "WEIGHT"), None)
+    r, s = (weight.shape[3], weight.shape[4]) if weight is not None else (1, 1)
+    psum = out.onchip_bytes
+    prec = Precision(inputs[0].elem_bytes, weight.elem_bytes if weight else inputs[0].elem_bytes,
+                     out.elem_bytes, psum)
+    if program.op.is_pool:
+        r, s = _pool_window(program)
+    return Layer(name=program.name, op=program.op, n=n, c_in=g * c, h=h, w=w, k_out=g * k, r=r, s=s, groups=g,
+                 stride=program.stride, pad=program.pads, dilation=program.dilation, input_count=len(inputs),
+                 precision=prec)
+
+
+def _pool_window(program: Program) -> tuple[int, int]:
+    """A pool has no weight tensor: its window is the R x S extent its POOL regions cover."""
+    r = s = 1
+    for stream in program.streams:
+        for ins in stream.instructions:
+            if isinstance(ins, Pool):
+                r = max(r, ins.region[Dim.R][1])
+                s = max(s, ins.region[Dim.S][1])
+    return r, s
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """An execution with the layer it computed and whether its output matched the reference."""
+
+    layer: Layer
+    result: ExecResult
+    bit_exact: bool
+
+
+def run_program(program: Program, *, seed: int = 0) -> RunResult:
+    """Execute ``program`` on random integers (``seed``) and compare with the direct reference."""
+    layer = layer_of(program)
+    inputs, weight = random_operands(layer, np.random.default_rng(seed))
+    result = execute(program, inputs, weight)
+    exact = bool(np.array_equal(result.output, reference_output(layer, inputs, weight)))
+    return RunResult(layer, result, exact)
