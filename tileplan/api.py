@@ -18,14 +18,14 @@ from tileplan.cost.batch import MappingBatch
 from tileplan.cost.bounds import compulsory_bytes, io_lower_bound_bytes
 from tileplan.cost.model import evaluate as evaluate_batch
 from tileplan.cost.problem import Problem
-from tileplan.dims import DIMS, OPERANDS, Dim
+from tileplan.dims import DIMS, OPERANDS, Dim, Operand
 from tileplan.errors import MappingError, WorkloadError
 from tileplan.mapping import Mapping
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
 from tileplan.search import run as run_strategy
 from tileplan.search.objective import Objective
 from tileplan.workload import zoo
-from tileplan.workload.layer import Layer, Precision
+from tileplan.workload.layer import Layer, OpKind, Precision
 from tileplan.workload.network import Network
 
 __all__ = ["Mapping", "evaluate", "load_arch", "load_network", "plan", "plan_layer"]
@@ -130,11 +130,30 @@ def plan_layer(layer: Layer, arch: Arch, *, strategy: str = "exhaustive", object
     if not layer.moves_data:
         return LayerPlan(layer.name, layer.op.value, layer.shape_str(), None, LayerCost.zero(), 0, 0, strategy,
                          0, 0.0, 0.0)
+    if layer.op is OpKind.DATA_MOVE:
+        return LayerPlan(layer.name, layer.op.value, layer.shape_str(), None, streaming_copy(layer, arch),
+                         bounds[0], bounds[0], "stream", 0, 1.0, 0.0)
     problem = Problem(layer, arch)
     result = run_strategy(strategy, problem, obj, budget=budget, seed=seed)
     cost = LayerCost.from_batch(result.cost, 0, arch.dram_bytes_per_cycle)
     return LayerPlan(layer.name, layer.op.value, layer.shape_str(), result.mapping, cost, bounds[0], bounds[1],
                      result.strategy, result.evaluated, result.space_size, result.seconds)
+
+
+def streaming_copy(layer: Layer, arch: Arch) -> LayerCost:
+    """Cost of a pure re-arrangement (reorg, shuffle, resize): it has no loop nest to tile, so it is
+    priced as one sequential read of its input and one sequential write of its output through the
+    on-chip buffers (each a contiguous stream: ceil(bytes / burst) bursts)."""
+    prec = layer.resolved_precision()
+    rd = layer.elements(Operand.INPUT) * prec.input
+    wr = layer.elements(Operand.OUTPUT) * prec.output
+    burst = arch.dram.burst_bytes
+    bursts = -(-rd // burst) + -(-wr // burst)
+    cycles = (rd + wr) / arch.dram_bytes_per_cycle + bursts * arch.burst_latency_cycles
+    e_buf = arch.memory_of(Operand.INPUT).energy_pj_per_byte * rd + arch.memory_of(Operand.OUTPUT).energy_pj_per_byte * wr
+    e_dram = (rd + wr) * arch.dram.energy_pj_per_byte
+    return LayerCost(rd, 0, wr, 0, bursts, cycles, 0, 0, cycles, e_buf + e_dram, 0, 0, e_buf, 0, e_dram, 0.0, False,
+                     0, (), 0.0, 0.0)
 
 
 def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: str = "exhaustive",

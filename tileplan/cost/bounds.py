@@ -6,7 +6,7 @@ import math
 
 from tileplan.arch.spec import Arch
 from tileplan.dims import Dim, Operand
-from tileplan.workload.layer import Layer
+from tileplan.workload.layer import Layer, OpKind
 
 
 def touched_input_elements(layer: Layer) -> int:
@@ -27,6 +27,8 @@ def compulsory_bytes(layer: Layer) -> int:
     if not layer.moves_data:
         return 0
     prec = layer.resolved_precision()
+    if layer.op is OpKind.DATA_MOVE:
+        return layer.elements(Operand.INPUT) * prec.input + layer.elements(Operand.OUTPUT) * prec.output
     return (touched_input_elements(layer) * prec.input + layer.elements(Operand.WEIGHT) * prec.weight
             + layer.elements(Operand.OUTPUT) * prec.output)
 

@@ -86,7 +86,7 @@ class Problem:
     @property
     def op_factor(self) -> int:
         """Operations per point of the loop nest (an n-ary add does n-1 additions; concat none)."""
-        if self.layer.op is OpKind.CONCAT:
+        if self.layer.op in (OpKind.CONCAT, OpKind.DATA_MOVE):
             return 0
         if self.layer.op is OpKind.ADD:
             return self.layer.input_count - 1

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tileplan.program.executor import ExecResult, execute
 from tileplan.dims import Dim
+from tileplan.program.executor import ExecResult, execute
 from tileplan.program.ir import Pool, Program
 from tileplan.program.reference import reference_output
 from tileplan.program.verify import random_operands
