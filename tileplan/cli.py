@@ -73,6 +73,9 @@ def plan(
     def work() -> None:
         if objective not in ("latency", "energy", "edp", "dram"):
             raise TileplanError(f"unknown objective {objective!r}; choose latency, energy, edp or dram")
+        for target in (json_path, csv_path):  # fail before a long search, not after it
+            if target is not None and not target.resolve().parent.is_dir():
+                raise TileplanError(f"cannot write {target}: folder {target.parent} does not exist")
         network = api.load_network(model, batch=batch)
         with _progress() as bar:
             task = bar.add_task("planning", total=len(network), label="")
@@ -116,7 +119,10 @@ def eval_cmd(
             text = mapping.read_text()
         except OSError as exc:
             raise TileplanError(f"cannot read mapping file {mapping}: {exc.strerror}") from None
-        data = json.loads(text) if text.strip().startswith("{") else None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TileplanError(f"mapping file {mapping} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
         if isinstance(data, dict) and "layers" in data:  # a whole plan: take this layer's mapping
             match = [lp for lp in data["layers"] if lp["name"] == layer and lp.get("mapping")]
             if not match:
