@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from tileplan import arch as arch_mod
@@ -156,36 +158,61 @@ def streaming_copy(layer: Layer, arch: Arch) -> LayerCost:
                      0, (), 0.0, 0.0)
 
 
+def _plan_one(args: tuple[Layer, Arch, str, Objective, int, int]) -> LayerPlan:
+    layer, arch, strategy, obj, budget, seed = args
+    return plan_layer(layer, arch, strategy=strategy, objective=obj, budget=budget, seed=seed)
+
+
 def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: str = "exhaustive",
          objective: str | Objective = "latency", batch: int = 1, precision_bytes: int | None = None,
-         budget: int = 20_000, seed: int = 0, cache: bool = True, progress: Progress | None = None) -> NetworkPlan:
+         budget: int = 20_000, seed: int = 0, cache: bool = True, jobs: int | None = None,
+         progress: Progress | None = None) -> NetworkPlan:
     """Plan every layer of ``network`` on ``arch``.
 
     Layers with identical planning parameters are searched once (e-PlaNNer's schedule caching,
-    thesis Sec. 4.2); the others reuse the plan and record ``cached_from``.
+    thesis Sec. 4.2); the others reuse the plan and record ``cached_from``. Distinct layers are
+    searched in parallel over ``jobs`` processes (default: every CPU), as TSO's Alg. 1 does.
     """
     a = load_arch(arch)
     net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
     obj = Objective(objective)
-    seen: dict[tuple[object, ...], LayerPlan] = {}
-    out: list[LayerPlan] = []
-    for i, layer in enumerate(net.layers):
-        if progress:
-            progress(i, len(net.layers), layer.name)
-        key = layer.signature()
-        if cache and key in seen and seen[key].mapping is not None:
-            ref = seen[key]
-            out.append(LayerPlan(layer.name, ref.op, ref.shape, ref.mapping, ref.cost, ref.compulsory_bytes,
-                                 ref.io_bound_bytes, ref.strategy, 0, ref.space_size, 0.0, cached_from=ref.name))
-            continue
-        try:
-            lp = plan_layer(layer, a, strategy=strategy, objective=obj, budget=budget, seed=seed)
-        except WorkloadError as err:
-            raise WorkloadError(f"network {net.name!r}: {err}") from None
-        seen[key] = lp
-        out.append(lp)
+    owner: dict[tuple[object, ...], str] = {}
+    todo: list[Layer] = []
+    for layer in net.layers:
+        key = layer.signature() if cache else (layer.name,)
+        if key not in owner:
+            owner[key] = layer.name
+            todo.append(layer)
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
+    results: dict[str, LayerPlan] = {}
+    args = [(layer, a, strategy, obj, budget, seed) for layer in todo]
     if progress:
-        progress(len(net.layers), len(net.layers), "done")
+        progress(0, len(todo), todo[0].name)
+    try:
+        if workers == 1:
+            for i, item in enumerate(args):
+                results[item[0].name] = _plan_one(item)
+                if progress:
+                    progress(i + 1, len(todo), item[0].name)
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                futures = {pool.submit(_plan_one, item): item[0].name for item in args}
+                for i, fut in enumerate(as_completed(futures)):
+                    results[futures[fut]] = fut.result()
+                    if progress:
+                        progress(i + 1, len(todo), futures[fut])
+    except WorkloadError as err:
+        raise WorkloadError(f"network {net.name!r}: {err}") from None
+    out: list[LayerPlan] = []
+    for layer in net.layers:
+        ref_name = owner[layer.signature() if cache else (layer.name,)]
+        ref = results[ref_name]
+        if ref_name == layer.name:
+            out.append(ref)
+        else:
+            out.append(LayerPlan(layer.name, ref.op, ref.shape, ref.mapping, ref.cost, ref.compulsory_bytes,
+                                 ref.io_bound_bytes, ref.strategy, 0, ref.space_size, 0.0,
+                                 cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
                        {"batch": batch, "precision_bytes": precision_bytes or a.precision_bytes})
 

@@ -78,10 +78,10 @@ def plan(
                 raise TileplanError(f"cannot write {target}: folder {target.parent} does not exist")
         network = api.load_network(model, batch=batch)
         with _progress() as bar:
-            task = bar.add_task("planning", total=len(network), label="")
+            task = bar.add_task("planning", total=None, label="")
 
             def tick(done: int, total: int, label: str) -> None:
-                bar.update(task, completed=done, label=label)
+                bar.update(task, completed=done, total=total, label=label)
 
             result = api.plan(network, arch, strategy=strategy, objective=objective, budget=budget, seed=seed,
                               cache=not no_cache, progress=tick)
@@ -241,9 +241,9 @@ def _plan_for(model: str, arch: str, strategy: str, objective: str, layer: str |
 
         network = Network(network.name, (replace(network[layer], inputs=()),), network.input_shape)
     with _progress() as bar:
-        task = bar.add_task("planning", total=len(network), label="")
+        task = bar.add_task("planning", total=None, label="")
         result = api.plan(network, a, strategy=strategy, objective=objective,
-                          progress=lambda d, t, lab: bar.update(task, completed=d, label=lab))
+                          progress=lambda d, t, lab: bar.update(task, completed=d, total=t, label=lab))
     return network, a, result
 
 

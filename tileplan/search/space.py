@@ -312,6 +312,9 @@ def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 <
     Built group by group: partial combinations that overflow a memory even with the smallest
     remaining candidates are dropped, and so are those whose newest candidate has a better swap
     that fits even with the largest remaining candidates."""
+    # Largest groups first: when the small ones come last, the bound on what is still to come is
+    # tight and dominated partial combinations are dropped before they multiply.
+    groups = sorted(groups, key=lambda g: -len(g.tiles))
     prec = problem.precision
     elem_bytes = np.array([prec.input * problem.layer.input_count, prec.weight, prec.psum], dtype=np.int64)
     mem_of = np.array(problem.memory_of_operand)
@@ -364,10 +367,12 @@ def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 <
 def _fits(problem: Problem, boxes: np.ndarray, weights: np.ndarray, mem_of: np.ndarray,
           cap: np.ndarray) -> np.ndarray:
     """Whether boxes (n, shapes, 3 operands; elements) fit every memory on every shape."""
-    need = np.zeros(boxes.shape[:2] + (len(cap),), dtype=np.int64)
+    assign = np.zeros((3, len(cap)))
     for op in OPERANDS:
         if problem.has_operand[op]:
-            need[:, :, mem_of[op]] += boxes[:, :, op] * weights[op]
+            assign[op, mem_of[op]] = weights[op]
+    # Footprints are far below 2**53, so float matrix products are exact here.
+    need = boxes.astype(np.float64) @ assign
     return np.all(need <= cap[None, None, :], axis=(1, 2))
 
 
