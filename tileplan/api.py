@@ -152,7 +152,8 @@ def streaming_copy(layer: Layer, arch: Arch) -> LayerCost:
     burst = arch.dram.burst_bytes
     bursts = -(-rd // burst) + -(-wr // burst)
     cycles = (rd + wr) / arch.dram_bytes_per_cycle + bursts * arch.burst_latency_cycles
-    e_buf = arch.memory_of(Operand.INPUT).energy_pj_per_byte * rd + arch.memory_of(Operand.OUTPUT).energy_pj_per_byte * wr
+    e_buf = (arch.memory_of(Operand.INPUT).energy_pj_per_byte * rd
+             + arch.memory_of(Operand.OUTPUT).energy_pj_per_byte * wr)
     e_dram = (rd + wr) * arch.dram.energy_pj_per_byte
     return LayerCost(rd, 0, wr, 0, bursts, cycles, 0, 0, cycles, e_buf + e_dram, 0, 0, e_buf, 0, e_dram, 0.0, False,
                      0, (), 0.0, 0.0)

@@ -63,3 +63,45 @@ def bench_table(rows: list[BenchRow]) -> Table:
         t.add_row(r.network, r.arch, str(r.layers), str(r.searched), f"{r.seconds:.2f}", f"{r.evaluated:,}",
                   f"{r.rate:,.0f}", f"{r.space_size:.2e}", f"{r.peak_mib:.0f}", f"{r.cache_saved_s:.2f}")
     return t
+
+
+@dataclass
+class ModelRate:
+    """Raw throughput of the vectorised model: random mappings of one layer evaluated in one call."""
+
+    layer: str
+    arch: str
+    candidates: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.candidates / self.seconds if self.seconds else 0.0
+
+
+def model_rate(arch: str = "eyeriss", network: str = "resnet50", layer: str = "res3a_conv2",
+               candidates: int = 1 << 20, seed: int = 0) -> ModelRate:
+    """Time ``cost.model.evaluate`` on ``candidates`` random mappings (tiles, orders, unrolls) of one layer."""
+    import numpy as np
+
+    from tileplan.cost.batch import MappingBatch
+    from tileplan.cost.model import evaluate
+    from tileplan.cost.problem import Problem
+    from tileplan.dims import NDIMS
+    from tileplan.search.space import spatial_options
+
+    a = api.load_arch(arch)
+    target = api.load_network(network)[layer].with_precision(api._precision(a, None))
+    problem = Problem(target, a)
+    rng = np.random.default_rng(seed)
+    ones = (1,) * NDIMS
+    max_len = problem.dims
+    uopts = spatial_options(problem, tuple(int(x) for x in max_len))
+    batch = MappingBatch(rng.integers(1, max_len + 1, size=(candidates, NDIMS)),
+                         np.argsort(rng.random((candidates, NDIMS)), axis=1),
+                         np.zeros((candidates, 3, NDIMS), dtype=bool),
+                         uopts[rng.integers(0, len(uopts), size=candidates)],
+                         np.tile(MappingBatch.default_layout_codes(), (candidates, 1)), ones, ones)
+    t0 = time.perf_counter()
+    evaluate(problem, batch)
+    return ModelRate(f"{network}/{layer}", a.name, candidates, time.perf_counter() - t0)
