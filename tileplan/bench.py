@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import resource
 import time
-import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,7 +23,7 @@ class BenchRow:
     seconds: float
     evaluated: int
     space_size: float
-    peak_mib: float
+    peak_mib: float  # largest resident set of the planner or one of its worker processes
     cache_saved_s: float
 
     @property
@@ -37,12 +37,12 @@ def run_bench(networks: list[str], archs: list[str], *, strategy: str = "exhaust
     rows = []
     for arch in archs:
         for net in networks:
-            tracemalloc.start()
             t0 = time.perf_counter()
             result = api.plan(net.strip(), arch.strip(), strategy=strategy, objective=objective)
             seconds = time.perf_counter() - t0
-            _, peak = tracemalloc.get_traced_memory()
-            tracemalloc.stop()
+            # Largest resident set of this process or of any search worker so far (KiB on Linux).
+            peak = 1024 * max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                              resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
             by_name = {lp.name: lp for lp in result.layers}
             saved = sum(by_name[lp.cached_from].search_seconds for lp in result.layers if lp.cached_from)
             row = BenchRow(result.network, result.arch, len(result.layers), result.searched_layers, seconds,

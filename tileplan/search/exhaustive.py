@@ -181,9 +181,11 @@ def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
     if progress:
         progress(len(splits), len(splits))
     if best is None:
+        from tileplan.errors import InfeasibleError
         from tileplan.search.feasibility import raise_infeasible
 
         raise_infeasible(problem)
+        raise InfeasibleError(f"no mapping of layer {problem.layer.name!r} fits {problem.arch.name}")
     assert best is not None
     return SearchResult("exhaustive", best[0], best[1], evaluated, space, time.perf_counter() - t0,
                         len(splits), searched)

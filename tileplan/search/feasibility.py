@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import NoReturn
-
 import numpy as np
 
 from tileplan.cost.batch import MappingBatch
@@ -13,8 +11,9 @@ from tileplan.dims import NDIMS
 from tileplan.errors import InfeasibleError
 
 
-def raise_infeasible(problem: Problem) -> NoReturn:
-    """Raise an ``InfeasibleError`` naming the memory that cannot hold even 1-element tiles."""
+def raise_infeasible(problem: Problem) -> None:
+    """Raise an ``InfeasibleError`` naming the memory that cannot hold even 1-element tiles (return
+    quietly when they fit)."""
     ones = np.ones((1, NDIMS), dtype=np.int64)
     batch = MappingBatch(ones, np.arange(NDIMS)[None, :], np.zeros((1, 3, NDIMS), dtype=bool), ones,
                          np.array([MappingBatch.default_layout_codes()]), (1,) * NDIMS, (1,) * NDIMS)
@@ -27,6 +26,8 @@ def raise_infeasible(problem: Problem) -> NoReturn:
                          f"({'double-buffered ' if factor == 2 else ''}1-element tiles of "
                          f"{', '.join(mem.operands)})")
         del m
-    detail = "; ".join(parts) or "no tile combination fits the on-chip memories"
+    if not parts:
+        return
+    detail = "; ".join(parts)
     raise InfeasibleError(f"layer {problem.layer.name!r} cannot run on {problem.arch.name} even with every "
                           f"tile size at 1: {detail}. Enlarge the memory or use a narrower precision.")

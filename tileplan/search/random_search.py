@@ -12,6 +12,7 @@ from tileplan.cost.batch import CostBatch, MappingBatch
 from tileplan.cost.model import evaluate
 from tileplan.cost.problem import Problem
 from tileplan.dims import NDIMS
+from tileplan.errors import InfeasibleError
 from tileplan.mapping import Mapping
 from tileplan.search.exhaustive import to_mapping
 from tileplan.search.feasibility import raise_infeasible
@@ -22,11 +23,15 @@ from tileplan.search.space import spatial_options, split_options
 
 def random_search(problem: Problem, objective: Objective, *, budget: int = 20_000, seed: int = 0,
                   progress: Callable[[int, int], None] | None = None) -> SearchResult:
-    """Best of ``budget`` uniformly drawn mappings (infeasible draws count against the budget)."""
+    """Best of ``budget`` randomly drawn mappings: a core split (from ``budget // 64`` random ones),
+    log-uniform tile sizes, a uniformly random loop order and unrolling (infeasible draws count
+    against the budget)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     splits = split_options(problem)
-    choice = rng.integers(0, len(splits), size=budget)
+    # Two stages: a few random core splits (each costs a slicing of the layer), then mappings within.
+    pool = rng.choice(len(splits), size=min(len(splits), max(1, budget // 64)), replace=False)
+    choice = pool[rng.integers(0, len(pool), size=budget)]
     best: tuple[tuple[float, ...], Mapping, CostBatch] | None = None
     space = 0.0
     for done, s in enumerate(np.unique(choice)):
@@ -35,7 +40,9 @@ def random_search(problem: Problem, objective: Objective, *, budget: int = 20_00
         max_len = np.array(grid.max_length, dtype=np.int64)
         uopts = spatial_options(problem, grid.max_length)
         space += float(np.prod(max_len.astype(float)))
-        tiles = rng.integers(1, max_len + 1, size=(count, NDIMS))
+        # Log-uniform tile sizes: as likely to be 1-2 as 32-64, so small memories see feasible draws.
+        tiles = np.floor(np.exp(rng.random((count, NDIMS)) * np.log(max_len + 1))).astype(np.int64)
+        tiles = np.clip(tiles, 1, max_len)
         order = np.argsort(rng.random((count, NDIMS)), axis=1)
         unroll = uopts[rng.integers(0, len(uopts), size=count)]
         layouts = np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (count, 3)).copy()
@@ -49,7 +56,10 @@ def random_search(problem: Problem, objective: Objective, *, budget: int = 20_00
         if progress:
             progress(done + 1, len(np.unique(choice)))
     if best is None:
-        raise_infeasible(problem)
+        raise_infeasible(problem)  # raises when not even 1-element tiles fit
+        raise InfeasibleError(f"random search drew no mapping of layer {problem.layer.name!r} that fits "
+                              f"{problem.arch.name} among {budget} samples; raise --budget or use "
+                              f"--strategy exhaustive")
     assert best is not None
     return SearchResult("random", best[1], best[2], budget, space * 40320, time.perf_counter() - t0,
                         len(splits), len(np.unique(choice)))
