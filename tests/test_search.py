@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from itertools import permutations, product
 
 import numpy as np
@@ -66,7 +66,7 @@ def brute_force(problem: Problem) -> dict[Objective, float]:
     return best
 
 
-@lru_cache(maxsize=None)
+@cache
 def brute_force_case(case: int) -> dict[Objective, float]:
     layer, cfg = CASES[case]
     return brute_force(Problem(layer, toy_arch(**cfg)))
