@@ -140,3 +140,17 @@ def test_search_properties(case, objective: Objective) -> None:
     assert bool(a.cost.feasible[0]) and int(a.cost.footprint_bytes[0].sum()) <= size
     assert float(a.cost.dram_bytes[0]) >= compulsory_bytes(small.layer)
     assert float(objective.key(b.cost)[0]) <= float(objective.key(a.cost)[0]) * (1 + 1e-12)
+
+
+def test_chosen_mapping_passes_validation_on_presets() -> None:
+    """The search's mapping (spatial unrolling included) is one `evaluate` accepts and costs equally."""
+    from tileplan import api
+    from tileplan.arch import load
+
+    layer = Layer.conv("res2a_conv2", c_in=64, h=56, w=56, k_out=64, r=3)
+    for name in ("eyeriss", "eplanner-a", "hwff1"):
+        arch = load(name)
+        lp = api.plan_layer(layer, arch)
+        assert lp.mapping is not None
+        again = api.evaluate(layer, arch, lp.mapping)
+        assert again.latency_cycles == lp.cost.latency_cycles

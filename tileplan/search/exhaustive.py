@@ -79,22 +79,32 @@ def best_unroll(problem: Problem, grid: CoreGrid, tiles: np.ndarray, options: np
 
 
 def _spatial_of(problem: Problem, unroll: np.ndarray) -> tuple[tuple[tuple[Dim, int], ...], ...]:
-    """Assign unroll factors back to the PE-array axes that allow them (flattened axes: empty)."""
+    """Place unroll factors back on PE-array axes that allow them (flattened axes stay empty):
+    a small backtracking search, since several axes may accept the same dimension."""
     from tileplan.arch.spec import AxisMode
 
-    spatial: list[tuple[tuple[Dim, int], ...]] = []
-    used: set[Dim] = set()
-    for axis in problem.arch.pe_array.axes:
-        if axis.mode is AxisMode.FLATTENED:
-            spatial.append(())
-            continue
-        entry: list[tuple[Dim, int]] = []
-        for d in axis.dim_ids:
-            if unroll[d] > 1 and d not in used and len(entry) < axis.max_dims:
-                entry.append((d, int(unroll[d])))
-                used.add(d)
-        spatial.append(tuple(entry))
-    return tuple(spatial)
+    axes = problem.arch.pe_array.axes
+    wanted = [(Dim(d), int(unroll[d])) for d in DIMS if unroll[d] > 1]
+    slots: list[list[tuple[Dim, int]]] = [[] for _ in axes]
+
+    def place(i: int) -> bool:
+        if i == len(wanted):
+            return True
+        d, f = wanted[i]
+        for a, (axis, lanes) in enumerate(zip(axes, problem.lanes, strict=True)):
+            if axis.mode is AxisMode.FLATTENED or d not in axis.dim_ids or len(slots[a]) >= axis.max_dims:
+                continue
+            if int(np.prod([g for _, g in slots[a]] + [f])) > lanes:
+                continue
+            slots[a].append((d, f))
+            if place(i + 1):
+                return True
+            slots[a].pop()
+        return False
+
+    if not place(0):
+        raise AssertionError(f"unroll {unroll.tolist()} fits no axis assignment")  # options come from one
+    return tuple(tuple(slot) for slot in slots)
 
 
 def to_mapping(problem: Problem, tiles: np.ndarray, order: np.ndarray, unroll: np.ndarray,
