@@ -151,3 +151,26 @@ def test_presets_load_and_show() -> None:
         load(name)
     shown = cli("arch", "show", "nmp")
     assert "256 MACs/cycle" in shown.output and "128 B bursts" in shown.output
+
+
+def test_onnx_file_plans_like_a_zoo_name(tmp_path: Path) -> None:
+    model = tmp_path / "squeezenet.onnx"
+    assert cli("zoo", "export", "squeezenet1_1", str(model)).exit_code == 0
+    out = tmp_path / "plan.json"
+    result = cli("plan", str(model), "--arch", "eyeriss", "--strategy", "random", "--budget", "200",
+                 "--json", str(out))
+    assert result.exit_code == 0, result.output
+    from_file = json.loads(out.read_text())
+    zoo_plan = api.plan("squeezenet1_1", "eyeriss", strategy="random", budget=200, jobs=1)
+    assert [lp["name"] for lp in from_file["layers"]] == [lp.name for lp in zoo_plan.layers]
+    assert sum(lp["cost"]["dram_input_bytes"] for lp in from_file["layers"]) == pytest.approx(
+        sum(lp.cost.dram_input_bytes for lp in zoo_plan.layers))
+    truncated = tmp_path / "cut.onnx"
+    truncated.write_bytes(model.read_bytes()[:200])
+    assert "onnx" in one_line_error(cli("plan", str(truncated), "--arch", "nmp")).lower()
+
+
+def test_zoo_show_lists_every_layer() -> None:
+    result = cli("zoo", "show", "resnet50")
+    assert result.exit_code == 0
+    assert "res5c_conv3" in result.output and "fc" in result.output

@@ -4,6 +4,7 @@ errors become one line on stderr and a non-zero exit."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,8 +24,10 @@ zoo_app = typer.Typer(no_args_is_help=True, help="Built-in networks.")
 app.add_typer(arch_app, name="arch")
 app.add_typer(zoo_app, name="zoo")
 
-out = Console()
-err = Console(stderr=True)
+# Piped or captured output is not wrapped at 80 columns: tables stay one row per layer.
+_WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
+out = Console(width=_WIDTH)
+err = Console(stderr=True, width=_WIDTH)
 F = TypeVar("F", bound=Callable[..., Any])
 
 ARCH_HELP = "Preset name (see `tileplan arch list`), YAML file, or e-PlaNNer JSON file."
@@ -62,6 +65,8 @@ def plan(
     budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
     seed: int = typer.Option(0, help="Seed for sampling strategies."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Search every layer, even identical ones."),
+    skip_unsupported: bool = typer.Option(False, "--skip-unsupported",
+                                          help="Pass unsupported ONNX operators through with a warning."),
     all_layers: bool = typer.Option(False, "--all", help="Show layers that reuse an identical layer's plan."),
     json_path: Path | None = typer.Option(None, "--json", help="Write the plan as JSON."),
     csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer."),
@@ -76,7 +81,7 @@ def plan(
         for target in (json_path, csv_path):  # fail before a long search, not after it
             if target is not None and not target.resolve().parent.is_dir():
                 raise TileplanError(f"cannot write {target}: folder {target.parent} does not exist")
-        network = api.load_network(model, batch=batch)
+        network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
 
