@@ -154,3 +154,27 @@ def test_chosen_mapping_passes_validation_on_presets() -> None:
         assert lp.mapping is not None
         again = api.evaluate(layer, arch, lp.mapping)
         assert again.latency_cycles == lp.cost.latency_cycles
+
+
+@settings(max_examples=15, deadline=None)
+@given(small_problem(), st.sampled_from(list(Objective)))
+def test_split_bounds_never_exceed_the_split_optimum(case, objective: Objective) -> None:
+    """Both split lower bounds are at most the best cost of every mapping of that split."""
+    from tileplan.search.exhaustive import split_lower_bound, split_tight_bound
+    from tileplan.search.space import class_orders, split_options
+
+    layer, size = case
+    problem = Problem(layer, toy_arch(unified=size, burst=8, clusters=2, cores=2))
+    orders = class_orders()
+    for cl, co in split_options(problem):
+        grid = problem.core_grid(cl, co)
+        rows = [(tiles, order) for tiles in product(*[range(1, n + 1) for n in grid.max_length]) for order in orders]
+        n = len(rows)
+        batch = MappingBatch(np.array([r[0] for r in rows]), np.array([r[1] for r in rows]),
+                             np.zeros((n, 3, NDIMS), dtype=bool), np.ones((n, NDIMS), dtype=np.int64),
+                             np.tile(MappingBatch.default_layout_codes(), (n, 1)), cl, co)
+        best = float(objective.key(evaluate(problem, batch)).min())
+        if not np.isfinite(best):
+            continue
+        assert split_lower_bound(problem, grid, objective) <= best * (1 + 1e-12)
+        assert split_tight_bound(problem, grid, objective, orders) <= best * (1 + 1e-12)

@@ -15,6 +15,7 @@ from tileplan.cost.model import ShapeSweep, Sweep, _compute_cycles, finish, swee
 from tileplan.cost.problem import CoreGrid, Problem
 from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
 from tileplan.mapping import Mapping
+from tileplan.search.bounds import min_dram_bytes
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.result import SearchResult
 from tileplan.search.space import class_orders, feasible_product, spatial_options, split_options, tile_groups
@@ -49,6 +50,32 @@ def split_lower_bound(problem: Problem, grid: CoreGrid, objective: Objective) ->
             Objective.DRAM: dram}[objective]
 
 
+def split_tight_bound(problem: Problem, grid: CoreGrid, objective: Objective, orders: np.ndarray) -> float:
+    """:func:`split_lower_bound` with the DRAM part tightened by ``search.bounds.min_dram_bytes``."""
+    arch = problem.arch
+    prec = problem.precision
+    pes = int(np.prod(problem.lanes)) * arch.pe_array.macs_per_pe_per_cycle
+    compute = max(math.ceil(int(np.prod(c.length)) * problem.op_factor / pes) for c in grid.shapes)
+    group_bytes = np.zeros(4)
+    for op in OPERANDS:
+        if not problem.has_operand[op]:
+            continue
+        for members in grid.groups[op]:
+            core = grid.cores[members[0]]
+            elems = _compulsory_elems(problem, core.offset, core.length, op)
+            group_bytes[op] += elems * prec.of(op)
+            if op is Operand.OUTPUT:
+                group_bytes[3] += elems * prec.psum
+    dram = min_dram_bytes(problem, grid, orders, group_bytes)
+    # Every run of r bytes costs ceil(r / burst) >= r / burst bursts.
+    dram_cycles = dram / arch.dram_bytes_per_cycle + dram / arch.dram.burst_bytes * arch.burst_latency_cycles
+    latency = max(compute, dram_cycles) if arch.overlap else compute + dram_cycles
+    energy = problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
+        dram * arch.dram.energy_pj_per_byte
+    return {Objective.LATENCY: latency, Objective.ENERGY: energy, Objective.EDP: energy * latency,
+            Objective.DRAM: dram}[objective]
+
+
 def _compulsory_elems(problem: Problem, offset: tuple[int, ...], length: tuple[int, ...], op: Operand) -> int:
     L = dict(zip(DIMS, length, strict=True))
     if op is Operand.WEIGHT:
@@ -58,9 +85,12 @@ def _compulsory_elems(problem: Problem, offset: tuple[int, ...], length: tuple[i
     extents = []
     for axis, (dp, dk) in enumerate(((Dim.P, Dim.R), (Dim.Q, Dim.S))):
         size = problem.in_h if axis == 0 else problem.in_w
+        stride, dil = problem.stride[axis], problem.dilation[axis]
         start = problem.input_window_start(axis, offset[dp])
-        end = start + (L[dp] - 1) * problem.stride[axis] + (L[dk] - 1) * problem.dilation[axis] + 1
-        extents.append(max(0, min(end, size) - max(start, 0)))
+        # Exactly the rows (columns) some output of the slice reads: strides may skip some, and a
+        # window may fall entirely in the padding.
+        used = {start + p * stride + k * dil for p in range(L[dp]) for k in range(L[dk])}
+        extents.append(sum(1 for i in used if 0 <= i < size))
     return L[Dim.N] * L[Dim.G] * L[Dim.C] * extents[0] * extents[1] * problem.layer.input_count
 
 
@@ -160,6 +190,8 @@ def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
         if progress:
             progress(rank, len(splits))
         if best_key is not None and bounds[s] >= best_key[0]:
+            continue
+        if best_key is not None and split_tight_bound(problem, grid, objective, orders) >= best_key[0]:
             continue
         searched += 1
         groups = tile_groups(problem, grid, uopts)

@@ -1,0 +1,85 @@
+"""A tighter lower bound for one core split: the search relaxed to trip counts.
+
+For any mapping of a split, take the hypothetical core whose slice is the smallest along every
+dimension. Its trip counts, and so every operand's reload factor, are no larger than on any real
+core; its tiles need no more memory; and every operand moves at least its compulsory bytes per
+sweep, in bursts of at most ``burst`` bytes. Minimising reload factor x compulsory bytes over the
+16 loop-order classes and every trip count whose smallest tile fits therefore bounds the DRAM
+traffic (bytes, and bytes / bandwidth + bursts x latency) of every mapping of the split.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tileplan.cost.model import reload_factors
+from tileplan.cost.problem import CoreGrid, Problem
+from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
+
+
+def _n_values(length: int) -> np.ndarray:
+    """Smallest tile for each achievable trip count of a ``length``-long slice."""
+    tiles = sorted({-(-length // n) for n in range(1, length + 1)})
+    return np.array(tiles, dtype=np.int64)
+
+
+def min_dram_bytes(problem: Problem, grid: CoreGrid, orders: np.ndarray, group_bytes: np.ndarray) -> float:
+    """Least of ``sum_X rho_X * group_bytes[X]`` over orders and tiles that fit the smallest core.
+
+    ``group_bytes[X]``: compulsory bytes of X summed over its multicast groups (output: the final
+    write; partial sums add ``2 (V - 1)`` of ``group_bytes[3]``).
+    """
+    lmin = [min(c.length[d] for c in grid.cores) for d in DIMS]
+    per_dim = [_n_values(lmin[d]) for d in DIMS]
+    prec = problem.precision
+    arch = problem.arch
+    factor = 2 if arch.double_buffering else 1
+    cap = problem.capacity_bytes
+    mem_of = problem.memory_of_operand
+    has = problem.has_operand
+    pad_h = problem.layer.pad[0] + problem.layer.pad[1]
+    pad_w = problem.layer.pad[2] + problem.layer.pad[3]
+    lmin_arr = np.array(lmin, dtype=np.int64)
+
+    def fits(t: np.ndarray) -> np.ndarray:
+        rows = np.maximum(0, np.minimum(problem.in_h, (t[:, Dim.P] - 1) * problem.stride[0]
+                                        + (t[:, Dim.R] - 1) * problem.dilation[0] + 1 - pad_h))
+        cols = np.maximum(0, np.minimum(problem.in_w, (t[:, Dim.Q] - 1) * problem.stride[1]
+                                        + (t[:, Dim.S] - 1) * problem.dilation[1] + 1 - pad_w))
+        boxes = {
+            Operand.INPUT: t[:, Dim.N] * t[:, Dim.G] * t[:, Dim.C] * rows * cols * prec.input
+            * problem.layer.input_count,
+            Operand.WEIGHT: t[:, Dim.G] * t[:, Dim.K] * t[:, Dim.C] * t[:, Dim.R] * t[:, Dim.S] * prec.weight,
+            Operand.OUTPUT: t[:, Dim.N] * t[:, Dim.G] * t[:, Dim.K] * t[:, Dim.P] * t[:, Dim.Q] * prec.psum,
+        }
+        need = np.zeros((len(t), len(cap)), dtype=np.int64)
+        for op in OPERANDS:
+            if has[op]:
+                need[:, mem_of[op]] += boxes[op] * factor
+        return np.all(need <= cap[None, :], axis=1)
+
+    best = np.inf
+    for first in range(len(per_dim[0])):  # chunks over the outermost dimension bound memory
+        grids = np.meshgrid(np.array([first]), *[np.arange(len(v)) for v in per_dim[1:]], indexing="ij")
+        idx = np.stack([g.ravel() for g in grids], axis=1)
+        t = np.stack([per_dim[d][idx[:, d]] for d in DIMS], axis=1)
+        keep = fits(t)
+        # Fewer trips never raise a reload factor: only the fitting trip counts none of whose
+        # dimensions could take the next larger tile and still fit can be minimal.
+        for d in DIMS:
+            bigger = idx[:, d] + 1 < len(per_dim[d])
+            if not np.any(bigger & keep):
+                continue
+            t2 = t.copy()
+            t2[:, d] = per_dim[d][np.minimum(idx[:, d] + 1, len(per_dim[d]) - 1)]
+            keep &= ~(bigger & fits(t2))
+        if not np.any(keep):
+            continue
+        trips = -(-lmin_arr // t[keep])
+        hoist = np.zeros((len(trips), 3, NDIMS), dtype=bool)
+        for order in orders:
+            rho = reload_factors(np.broadcast_to(order, trips.shape), trips, hoist)
+            total = (rho[:, 0] * group_bytes[0] + rho[:, 1] * group_bytes[1] + group_bytes[2]
+                     + 2 * (rho[:, 2] - 1) * group_bytes[3])
+            best = min(best, float(total.min()))
+    return best
