@@ -174,3 +174,13 @@ def test_zoo_show_lists_every_layer() -> None:
     result = cli("zoo", "show", "resnet50")
     assert result.exit_code == 0
     assert "res5c_conv3" in result.output and "fc" in result.output
+
+
+def test_shipped_examples_work() -> None:
+    root = Path(__file__).parent.parent / "examples"
+    a = load_yaml(root / "mychip.yaml")
+    assert a.cores.total == 4 and a.peak_macs_per_cycle(1) == 4 * 16 * 16
+    result = cli("eval", "resnet50", "--arch", "eyeriss", "--layer", "res2a_conv2", "--mapping",
+                 str(root / "res2a_conv2_eyeriss.json"), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["latency_cycles"] == 737280.0
