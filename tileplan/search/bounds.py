@@ -27,9 +27,24 @@ def min_dram_bytes(problem: Problem, grid: CoreGrid, orders: np.ndarray, group_b
     """Least of ``sum_X rho_X * group_bytes[X]`` over orders and tiles that fit the smallest core.
 
     ``group_bytes[X]``: compulsory bytes of X summed over its multicast groups (output: the final
-    write; partial sums add ``2 (V - 1)`` of ``group_bytes[3]``).
+    write; partial sums add ``2 (V - 1)`` of ``group_bytes[3]``). The reload factors of the minimal
+    fitting trip counts depend only on the smallest core, so they are cached per problem.
     """
-    lmin = [min(c.length[d] for c in grid.cores) for d in DIMS]
+    lmin = tuple(min(c.length[d] for c in grid.cores) for d in DIMS)
+    cache: dict[tuple[int, ...], np.ndarray] = problem.__dict__.setdefault("_frontier_rho", {})
+    if lmin not in cache:
+        cache[lmin] = _frontier_rho(problem, lmin, orders)
+    rho = cache[lmin]  # (m, orders, 3)
+    if rho.size == 0:
+        return float("inf")
+    total = (rho[:, :, 0] * group_bytes[0] + rho[:, :, 1] * group_bytes[1] + group_bytes[2]
+             + 2 * (rho[:, :, 2] - 1) * group_bytes[3])
+    return float(total.min())
+
+
+def _frontier_rho(problem: Problem, lmin: tuple[int, ...], orders: np.ndarray) -> np.ndarray:
+    """(m, orders, 3) reload factors of every minimal fitting trip-count vector of a core of
+    ``lmin``-long slices (fewer trips never raise a reload factor, so the others cannot be least)."""
     per_dim = [_n_values(lmin[d]) for d in DIMS]
     prec = problem.precision
     arch = problem.arch
@@ -58,7 +73,7 @@ def min_dram_bytes(problem: Problem, grid: CoreGrid, orders: np.ndarray, group_b
                 need[:, mem_of[op]] += boxes[op] * factor
         return np.all(need <= cap[None, :], axis=1)
 
-    best = np.inf
+    found: list[np.ndarray] = []
     for first in range(len(per_dim[0])):  # chunks over the outermost dimension bound memory
         grids = np.meshgrid(np.array([first]), *[np.arange(len(v)) for v in per_dim[1:]], indexing="ij")
         idx = np.stack([g.ravel() for g in grids], axis=1)
@@ -77,9 +92,8 @@ def min_dram_bytes(problem: Problem, grid: CoreGrid, orders: np.ndarray, group_b
             continue
         trips = -(-lmin_arr // t[keep])
         hoist = np.zeros((len(trips), 3, NDIMS), dtype=bool)
-        for order in orders:
-            rho = reload_factors(np.broadcast_to(order, trips.shape), trips, hoist)
-            total = (rho[:, 0] * group_bytes[0] + rho[:, 1] * group_bytes[1] + group_bytes[2]
-                     + 2 * (rho[:, 2] - 1) * group_bytes[3])
-            best = min(best, float(total.min()))
-    return best
+        found.append(np.stack([reload_factors(np.broadcast_to(order, trips.shape), trips, hoist)
+                               for order in orders], axis=1))
+    if not found:
+        return np.zeros((0, len(orders), 3))
+    return np.concatenate(found).astype(np.float64)
