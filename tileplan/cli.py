@@ -68,6 +68,7 @@ def plan(
     skip_unsupported: bool = typer.Option(False, "--skip-unsupported",
                                           help="Pass unsupported ONNX operators through with a warning."),
     all_layers: bool = typer.Option(False, "--all", help="Show layers that reuse an identical layer's plan."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
     json_path: Path | None = typer.Option(None, "--json", help="Write the plan as JSON."),
     csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer."),
 ) -> None:
@@ -89,7 +90,7 @@ def plan(
                 bar.update(task, completed=done, total=total, label=label)
 
             result = api.plan(network, arch, strategy=strategy, objective=objective, budget=budget, seed=seed,
-                              cache=not no_cache, progress=tick)
+                              cache=not no_cache, jobs=jobs, progress=tick)
         out.print(plan_table(result, network, show_cached=all_layers))
         cached = len(result.layers) - result.searched_layers
         out.print(f"latency {result.latency_cycles:,.0f} cycles = {result.latency_s * 1e3:.3f} ms, "
