@@ -98,11 +98,9 @@ def test_eval_names_the_broken_constraint(tmp_path: Path) -> None:
     too_big = Mapping.from_dict({"tiles": {"K": 32}}, dims=layer.dims)
     with pytest.raises(MappingError, match="tile K=32 is larger than the layer's K=16"):
         api.evaluate(layer, "nmp", too_big)
-    no_fit = Mapping.from_dict({}, dims=layer.dims)  # the whole layer at once: 16*6*25*2 B of weights
+    conv1_2 = api.load_network("vgg16")["conv1_2"]  # the whole layer at once cannot fit 8 KB scratchpads
     with pytest.raises(MappingError, match="'MB0' holds 8192 B .* need"):
-        api.evaluate(api.load_network("vgg16")["conv1_2"], "nmp",
-                     Mapping.from_dict({}, dims=api.load_network("vgg16")["conv1_2"].dims))
-    del no_fit
+        api.evaluate(conv1_2, "nmp", Mapping.from_dict({}, dims=conv1_2.dims))
     path = tmp_path / "m.json"
     path.write_text(too_big.to_json())
     text = one_line_error(cli("eval", "lenet5", "--arch", "nmp", "--layer", "conv2", "--mapping", str(path)))

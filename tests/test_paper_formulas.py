@@ -44,8 +44,6 @@ LAYERS = [
 def tso_tiles(layer: Layer) -> tuple[int, int, int, int]:
     """(T_M filters, T_N channels, T_R rows, T_C cols) that divide the layer evenly."""
     m, n, r, c = layer.dims[D.K], layer.dims[D.C], layer.dims[D.P], layer.dims[D.Q]
-    pick = {m: 0, n: 0}
-    del pick
     t_m = next(t for t in (32, 24, 16, 8, 4, 2, 1) if m % t == 0)
     t_n = next(t for t in (16, 8, 5, 4, 2, 1) if n % t == 0)
     t_r = next(t for t in (8, 7, 4, 3, 2, 1) if r % t == 0)
