@@ -1,0 +1,52 @@
+"""The shared pieces of the ``tileplan`` command: the typer apps, the consoles, error guarding and
+progress bars. Each command group lives in its own module of this package."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from tileplan.errors import TileplanError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Plan, cost and verify CNN layers on memory-constrained accelerators.")
+arch_app = typer.Typer(no_args_is_help=True, help="Accelerator presets.")
+zoo_app = typer.Typer(no_args_is_help=True, help="Built-in networks.")
+app.add_typer(arch_app, name="arch")
+app.add_typer(zoo_app, name="zoo")
+
+# Piped or captured output is not wrapped at 80 columns: tables stay one row per layer.
+_WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
+out = Console(width=_WIDTH)
+err = Console(stderr=True, width=_WIDTH)
+F = TypeVar("F", bound=Callable[..., Any])
+
+ARCH_HELP = "Preset name (see `tileplan arch list`), YAML file, or e-PlaNNer JSON file."
+MODEL_HELP = "Zoo network name (see `tileplan zoo list`) or an .onnx file."
+
+
+def _fail(message: str) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code=2)
+
+
+def _guard(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except TileplanError as exc:
+        _fail(str(exc).replace("\n", "; "))
+    except KeyboardInterrupt:
+        _fail("interrupted")
+    return None
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TextColumn("{task.fields[label]}"), console=err, transient=True,
+                    disable=not err.is_terminal)

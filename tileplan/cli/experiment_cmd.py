@@ -1,0 +1,45 @@
+"""`tileplan experiment NAME`: a paper's experiments as CSV tables, PNG/SVG plots and summary.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from tileplan.cli.app import _guard, app, err, out
+from tileplan.errors import TileplanError
+
+
+@app.command()
+def experiment(
+    name: str = typer.Argument(..., help="Experiment (paper) name, or `list` to see them."),
+    output: Path | None = typer.Option(None, "--output", "-o",
+                                       help="Folder for the CSVs, plots and summary.md (default: results/NAME)."),
+    quick: bool = typer.Option(False, "--quick", help="A reduced run (what the tests run)."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
+) -> None:
+    """Run a paper's experiments: our numbers next to the paper's, every difference over 10 % explained."""
+    from tileplan import experiments
+    from tileplan.experiments.common import write_result
+
+    def work() -> None:
+        if name == "list":
+            for key, title in experiments.describe().items():
+                out.print(f"[bold]{key:10s}[/] {title}", highlight=False)
+            return
+        if name not in experiments.names():
+            raise TileplanError(f"unknown experiment {name!r}; choose one of: "
+                                f"{', '.join(experiments.names()) or 'none yet'}")
+        folder = output if output is not None else Path("results") / name
+        if folder.exists() and not folder.is_dir():
+            raise TileplanError(f"cannot write results into {folder}: it is a file, not a folder")
+        with err.status(f"experiment {name}", spinner="dots") as status:
+            result = experiments.run(name, quick=quick, jobs=jobs,
+                                     log=lambda msg: status.update(f"experiment {name}: {msg}"))
+        paths = write_result(result, folder)
+        unexplained = result.unexplained()
+        out.print(f"wrote {len(paths)} files to {folder} ({len(result.comparisons)} paper numbers compared, "
+                  f"{sum(c.differs for c in result.comparisons)} differ by over 10 %, "
+                  f"{len(unexplained)} unexplained)", highlight=False)
+
+    _guard(work)

@@ -1,0 +1,77 @@
+"""`tileplan arch ...` and `tileplan zoo ...`: presets and built-in networks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from tileplan import api
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, _guard, arch_app, out, zoo_app
+
+
+@arch_app.command("list")
+def arch_list() -> None:
+    """List the shipped accelerator presets."""
+    from tileplan import arch as arch_mod
+
+    for name in arch_mod.preset_names():
+        a = arch_mod.load(name)
+        out.print(f"[bold]{name:12s}[/] {a.description}", highlight=False)
+
+
+@arch_app.command("show")
+def arch_show(name: str = typer.Argument(..., help=ARCH_HELP),
+              yaml_out: bool = typer.Option(False, "--yaml", help="Print the YAML description.")) -> None:
+    """Show one accelerator."""
+    from tileplan.arch.load import preset_names, preset_path
+    from tileplan.report.tables import arch_table
+
+    def work() -> None:
+        a = api.load_arch(name)
+        if yaml_out:
+            source = preset_path(name) if name in preset_names() else Path(name)
+            out.print(source.read_text(), highlight=False, markup=False)
+        else:
+            out.print(arch_table(a))
+
+    _guard(work)
+
+
+@zoo_app.command("list")
+def zoo_list() -> None:
+    """List the built-in networks."""
+    from tileplan.workload import zoo
+
+    for name in zoo.names():
+        net = zoo.get(name)
+        out.print(f"[bold]{name:14s}[/] {len(net):4d} layers  {net.macs / 1e9:7.3f} GMACs  "
+                  f"{net.params / 1e6:7.2f} M weights", highlight=False)
+
+
+@zoo_app.command("show")
+def zoo_show(name: str = typer.Argument(..., help=MODEL_HELP),
+             batch: int = typer.Option(1, "--batch", "-b", min=1)) -> None:
+    """Show a network layer by layer (shapes, kernel, MACs, bytes at 1 byte per element)."""
+    from tileplan.report.tables import network_table
+    from tileplan.workload import zoo
+
+    def work() -> None:
+        net = api.load_network(name, batch=batch)
+        out.print(network_table(net, zoo.summary_rows(net)))
+
+    _guard(work)
+
+
+@zoo_app.command("export")
+def zoo_export(name: str = typer.Argument(..., help="Zoo network name."),
+               path: Path = typer.Argument(..., help="Output .onnx file."),
+               batch: int = typer.Option(1, "--batch", "-b", min=1)) -> None:
+    """Write a zoo network as an ONNX graph (zero weights; onnx.checker passes)."""
+    from tileplan.workload.onnx_export import export_onnx
+
+    def work() -> None:
+        export_onnx(api.load_network(name, batch=batch), path)
+        out.print(f"wrote {path}")
+
+    _guard(work)

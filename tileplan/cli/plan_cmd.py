@@ -1,0 +1,104 @@
+"""`tileplan plan` and `tileplan eval`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from tileplan import api
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, _guard, _progress, app, out
+from tileplan.errors import TileplanError
+
+
+@app.command()
+def plan(
+    model: str = typer.Argument(..., help=MODEL_HELP),
+    arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
+    objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram"),
+    strategy: str = typer.Option("exhaustive", "--strategy", "-s", help="exhaustive | random"),
+    batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
+    budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
+    seed: int = typer.Option(0, help="Seed for sampling strategies."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Search every layer, even identical ones."),
+    skip_unsupported: bool = typer.Option(False, "--skip-unsupported",
+                                          help="Pass unsupported ONNX operators through with a warning."),
+    all_layers: bool = typer.Option(False, "--all", help="Show layers that reuse an identical layer's plan."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
+    json_path: Path | None = typer.Option(None, "--json", help="Write the plan as JSON."),
+    csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer."),
+) -> None:
+    """Find the best mapping of every layer of MODEL and print a per-layer table with totals."""
+    from tileplan.report.files import write_text_atomic
+    from tileplan.report.tables import plan_csv, plan_table
+
+    def work() -> None:
+        if objective not in ("latency", "energy", "edp", "dram"):
+            raise TileplanError(f"unknown objective {objective!r}; choose latency, energy, edp or dram")
+        for target in (json_path, csv_path):  # fail before a long search, not after it
+            if target is not None and not target.resolve().parent.is_dir():
+                raise TileplanError(f"cannot write {target}: folder {target.parent} does not exist")
+        network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
+        with _progress() as bar:
+            task = bar.add_task("planning", total=None, label="")
+
+            def tick(done: int, total: int, label: str) -> None:
+                bar.update(task, completed=done, total=total, label=label)
+
+            result = api.plan(network, arch, strategy=strategy, objective=objective, budget=budget, seed=seed,
+                              cache=not no_cache, jobs=jobs, progress=tick)
+        out.print(plan_table(result, network, show_cached=all_layers))
+        cached = len(result.layers) - result.searched_layers
+        out.print(f"latency {result.latency_cycles:,.0f} cycles = {result.latency_s * 1e3:.3f} ms, "
+                  f"DRAM {result.dram_bytes / 1e6:.3f} MB, energy {result.energy_pj / 1e6:.3f} uJ; "
+                  f"{result.searched_layers} of {len(result.layers)} layers searched "
+                  f"({cached} reused an identical layer's plan or move no data; * marks reuse)")
+        if json_path:
+            write_text_atomic(json_path, result.to_json())
+        if csv_path:
+            write_text_atomic(csv_path, plan_csv(result))
+
+    _guard(work)
+
+
+@app.command("eval")
+def eval_cmd(
+    model: str = typer.Argument(..., help=MODEL_HELP),
+    arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
+    layer: str = typer.Option(..., "--layer", "-l", help="Layer name (see `tileplan zoo show MODEL`)."),
+    mapping: Path = typer.Option(..., "--mapping", "-m", help="Mapping JSON (as written by `plan --json`)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the cost breakdown as JSON."),
+) -> None:
+    """Cost one given mapping of one layer (model mode), with a clear error if it is invalid."""
+    from dataclasses import asdict
+
+    from tileplan.mapping import Mapping
+
+    def work() -> None:
+        network = api.load_network(model)
+        target = network[layer]
+        try:
+            text = mapping.read_text()
+        except OSError as exc:
+            raise TileplanError(f"cannot read mapping file {mapping}: {exc.strerror}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TileplanError(f"mapping file {mapping} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        if isinstance(data, dict) and "layers" in data:  # a whole plan: take this layer's mapping
+            match = [lp for lp in data["layers"] if lp["name"] == layer and lp.get("mapping")]
+            if not match:
+                raise TileplanError(f"plan file {mapping} has no mapping for layer {layer!r}")
+            m = Mapping.from_dict(match[0]["mapping"], dims=target.dims)
+        else:
+            m = Mapping.from_json(text, dims=target.dims)
+        cost = api.evaluate(target, arch, m)
+        if json_out:
+            out.print_json(json.dumps(asdict(cost)))
+            return
+        out.print(str(m))
+        for key, value in asdict(cost).items():
+            out.print(f"{key:28s} {value:,.2f}" if isinstance(value, float) else f"{key:28s} {value}")
+
+    _guard(work)

@@ -1,0 +1,132 @@
+"""`tileplan emit`, `verify` and `run`: execution programs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from tileplan import api
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, _guard, _progress, app, out
+from tileplan.errors import TileplanError
+
+
+def _plan_for(model: str, arch: str, strategy: str, objective: str, layer: str | None) -> tuple[Any, Any, Any]:
+    """Plan MODEL (or only LAYER of it) and return (network, arch, plan)."""
+    network = api.load_network(model)
+    a = api.load_arch(arch)
+    if layer is not None:
+        from dataclasses import replace
+
+        from tileplan.workload.network import Network
+
+        network = Network(network.name, (replace(network[layer], inputs=()),), network.input_shape)
+    with _progress() as bar:
+        task = bar.add_task("planning", total=None, label="")
+        result = api.plan(network, a, strategy=strategy, objective=objective,
+                          progress=lambda d, t, lab: bar.update(task, completed=d, total=t, label=lab))
+    return network, a, result
+
+
+@app.command()
+def emit(
+    model: str = typer.Argument(..., help=MODEL_HELP),
+    arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
+    layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer (then -o is a file)."),
+    target: str = typer.Option("ir", "--target", "-t", help="ir (e-PlaNNer text) | c (C99 program)"),
+    strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
+    objective: str = typer.Option("latency", "--objective", "-o"),
+    output: Path = typer.Option(..., "--output", help="File (with --layer) or folder for every layer."),
+) -> None:
+    """Write the execution program of the planned mapping of one layer or of every layer."""
+    from tileplan.program import generate_program, write_c, write_ir
+
+    def work() -> None:
+        if target not in ("ir", "c"):
+            raise TileplanError(f"unknown target {target!r}; choose ir or c")
+        network, a, result = _plan_for(model, arch, strategy, objective, layer)
+        write = write_ir if target == "ir" else write_c
+        if layer is None:
+            output.mkdir(parents=True, exist_ok=True)
+        written = 0
+        for lp in result.layers:
+            if lp.mapping is None:
+                continue
+            program = generate_program(network[lp.name].with_precision(_prec(a)), a, lp.mapping)
+            path = output if layer is not None else output / f"{lp.name}.{'ir' if target == 'ir' else 'c'}"
+            write(program, path)
+            written += 1
+        out.print(f"wrote {written} program(s) to {output}")
+
+    _guard(work)
+
+
+def _prec(a: Any) -> Any:
+    from tileplan.workload.layer import Precision
+
+    return Precision.uniform(a.precision_bytes)
+
+
+@app.command()
+def verify(
+    model: str = typer.Argument(..., help=MODEL_HELP),
+    arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
+    layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer."),
+    strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
+    objective: str = typer.Option("latency", "--objective", "-o"),
+    seed: int = typer.Option(0, help="Seed of the random integer operands."),
+) -> None:
+    """Plan, emit, execute and check every distinct layer: bit-exact output, and the DRAM bytes and
+    bursts the program moved equal to what the model predicted."""
+    from rich.table import Table
+
+    from tileplan.program import verify_layer
+
+    def work() -> None:
+        network, a, result = _plan_for(model, arch, strategy, objective, layer)
+        todo = [lp for lp in result.layers if lp.mapping is not None and lp.cached_from is None]
+        table = Table(title=f"verify {network.name} on {a.name}")
+        for c in ("layer", "bytes predicted", "bytes counted", "bursts predicted", "bursts counted",
+                  "instructions", "result"):
+            table.add_column(c, justify="left" if c in ("layer", "result") else "right")
+        failed = 0
+        with _progress() as bar:
+            task = bar.add_task("verifying", total=len(todo), label="")
+            for i, lp in enumerate(todo):
+                bar.update(task, completed=i, label=lp.name)
+                assert lp.mapping is not None
+                r = verify_layer(network[lp.name].with_precision(_prec(a)), a, lp.mapping, seed=seed)
+                failed += not r.ok
+                table.add_row(lp.name, f"{sum(r.predicted_bytes):,}", f"{sum(r.counted_bytes):,}",
+                              f"{sum(r.predicted_bursts):,}", f"{sum(r.counted_bursts):,}", f"{r.instructions:,}",
+                              "[green]OK[/]" if r.ok else "[red]FAIL[/] " + "; ".join(r.mismatches()))
+        out.print(table)
+        out.print(f"{len(todo) - failed} of {len(todo)} distinct layers verified"
+                  + (f", {failed} FAILED" if failed else ""))
+        if failed:
+            raise typer.Exit(code=1)
+
+    _guard(work)
+
+
+@app.command()
+def run(program: Path = typer.Argument(..., help="An execution program (.ir) written by `tileplan emit`."),
+        seed: int = typer.Option(0, help="Seed of the random integer operands.")) -> None:
+    """Execute an IR file on random integers; print the DRAM traffic it moved and check its output."""
+    from tileplan.program import read_ir
+    from tileplan.program.runner import run_program
+
+    def work() -> None:
+        r = run_program(read_ir(program), seed=seed)
+        res = r.result
+        out.print(f"layer {r.layer.name} ({r.layer.op.value} {r.layer.shape_str()}), {res.instructions:,} "
+                  f"instructions")
+        for name, b, bu, al in zip(("input", "weight", "output"), res.bytes_by_operand, res.bursts,
+                                   res.aligned_bursts, strict=True):
+            out.print(f"  {name:7s} {b:>12,} B  {bu:>9,} bursts  {al:>9,} aligned blocks")
+        out.print("output matches the direct reference" if r.bit_exact else "[red]output DIFFERS from the reference[/]")
+        if not r.bit_exact:
+            raise typer.Exit(code=1)
+
+    _guard(work)

@@ -1,0 +1,197 @@
+"""Every plot tileplan draws (paper experiments, ``plan --plots``, the HTML report) comes from here.
+
+Functions return a matplotlib ``Figure`` built without pyplot (no global state, no display needed);
+:func:`figure_bytes` renders it as PNG or SVG, :func:`save` writes both. Output is deterministic
+(no timestamps, fixed SVG ids), so the same data gives the same files.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+from matplotlib.figure import Figure
+
+from tileplan.report.files import write_bytes_atomic
+
+_RC: dict[str, Any] = {"svg.hashsalt": "tileplan", "font.size": 9, "axes.titlesize": 10, "axes.grid": True,
+       "grid.alpha": 0.3, "legend.fontsize": 8, "legend.frameon": False}
+
+
+def _figure(n_categories: int = 0, *, height: float = 3.6) -> Figure:
+    width = min(22.0, max(6.0, 0.28 * n_categories + 2.0))
+    with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
+        fig = Figure(figsize=(width, height), layout="constrained")
+    return fig
+
+
+def _axes(fig: Figure, title: str, xlabel: str, ylabel: str):  # type: ignore[no-untyped-def]
+    with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
+        ax = fig.add_subplot()
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    ax.set_axisbelow(True)
+    return ax
+
+
+def _category_axis(ax, categories: Sequence[str]) -> None:  # type: ignore[no-untyped-def]
+    ax.set_xticks(range(len(categories)))
+    rotate = len(categories) > 6 or max((len(c) for c in categories), default=0) > 10
+    ax.set_xticklabels(categories, rotation=90 if rotate else 0, fontsize=7 if len(categories) > 30 else 8)
+    ax.set_xlim(-0.6, len(categories) - 0.4)
+
+
+@dataclass(frozen=True)
+class RoofPoint:
+    """One layer (or group) on a roofline: operational intensity and attained performance."""
+
+    label: str
+    intensity: float  # operations per DRAM byte
+    performance: float  # operations per second (in the plot's unit)
+    series: str = "layers"
+
+
+@dataclass(frozen=True)
+class Roof:
+    """A roof: a compute peak and a memory bandwidth (performance unit per (operations/byte))."""
+
+    label: str
+    peak: float
+    bandwidth: float
+    dashed: bool = False
+
+
+def roofline(points: Sequence[RoofPoint], roofs: Sequence[Roof], *, title: str,
+             xlabel: str = "operational intensity (MAC / DRAM byte)",
+             ylabel: str = "performance (GMAC/s)", annotate: bool = False) -> Figure:
+    """Log-log roofline (TSO Fig. 11, e-PlaNNer Fig. 5.2): each roof is min(peak, bandwidth x intensity);
+    each point is a layer. Points are coloured by ``series``."""
+    fig = _figure(height=4.2)
+    fig.set_size_inches(6.5, 4.2)
+    ax = _axes(fig, title, xlabel, ylabel)
+    xs = [p.intensity for p in points if p.intensity > 0] or [1.0]
+    lo = min(xs + [r.peak / r.bandwidth for r in roofs]) / 4
+    hi = max(xs + [r.peak / r.bandwidth for r in roofs]) * 4
+    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    for r in roofs:
+        ax.plot(grid, [min(r.peak, r.bandwidth * x) for x in grid], linestyle="--" if r.dashed else "-",
+                linewidth=1.4, label=r.label)
+    series = list(dict.fromkeys(p.series for p in points))
+    for s in series:
+        sel = [p for p in points if p.series == s and p.intensity > 0 and p.performance > 0]
+        ax.scatter([p.intensity for p in sel], [p.performance for p in sel], s=14, alpha=0.8, label=s, zorder=3)
+        if annotate:
+            for p in sel:
+                ax.annotate(p.label, (p.intensity, p.performance), fontsize=6, xytext=(2, 2),
+                            textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.legend(loc="lower right")
+    return fig
+
+
+def stacked_bars(categories: Sequence[str], series: Mapping[str, Sequence[float]], *, title: str,
+                 ylabel: str, xlabel: str = "", normalise: bool = False) -> Figure:
+    """One bar per category, stacked by series (e.g. DRAM traffic by operand, time by load/store/MAC).
+    ``normalise`` shows each bar as shares summing to 1."""
+    fig = _figure(len(categories))
+    ax = _axes(fig, title, xlabel, ylabel)
+    totals = [sum(float(v[i]) for v in series.values()) for i in range(len(categories))]
+    bottom = [0.0] * len(categories)
+    for name, values in series.items():
+        vals = [float(v) / t if normalise and t else float(v) for v, t in zip(values, totals, strict=True)]
+        ax.bar(range(len(categories)), vals, bottom=bottom, label=name, width=0.8)
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    _category_axis(ax, categories)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+def grouped_bars(categories: Sequence[str], series: Mapping[str, Sequence[float]], *, title: str, ylabel: str,
+                 xlabel: str = "", log: bool = False, reference: float | None = None) -> Figure:
+    """Bars side by side per category, one colour per series (e.g. each strategy per network);
+    ``reference`` draws a horizontal line (e.g. 1.0 for normalised results)."""
+    fig = _figure(len(categories) * max(1, len(series)) // 2)
+    ax = _axes(fig, title, xlabel, ylabel)
+    k = max(1, len(series))
+    width = 0.8 / k
+    for j, (name, values) in enumerate(series.items()):
+        xs = [i - 0.4 + width * (j + 0.5) for i in range(len(categories))]
+        ax.bar(xs, [float(v) for v in values], width=width, label=name)
+    if reference is not None:
+        ax.axhline(reference, color="black", linewidth=0.8)
+    if log:
+        ax.set_yscale("log")
+    _category_axis(ax, categories)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], *, title: str, xlabel: str, ylabel: str,
+          logx: bool = False, logy: bool = False, xticks: Sequence[str] | None = None) -> Figure:
+    """A metric against a sweep parameter, one line per series (e.g. DRAM access vs buffer size);
+    ``nan`` values leave gaps."""
+    fig = _figure()
+    ax = _axes(fig, title, xlabel, ylabel)
+    for name, values in series.items():
+        ax.plot(list(x), [float(v) for v in values], marker="o", markersize=3, linewidth=1.2, label=name)
+    if logx:
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    if xticks is not None:
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(list(xticks), rotation=45 if len(xticks) > 8 else 0)
+    ax.legend(loc="best")
+    return fig
+
+
+def scatter(x: Sequence[float], y: Sequence[float], *, title: str, xlabel: str, ylabel: str,
+            labels: Sequence[str] | None = None, fit: bool = True) -> Figure:
+    """Points (x, y), optionally labelled, with a least-squares line (e.g. modelled vs measured time)."""
+    fig = _figure()
+    fig.set_size_inches(5.5, 4.2)
+    ax = _axes(fig, title, xlabel, ylabel)
+    xs, ys = [float(v) for v in x], [float(v) for v in y]
+    ax.scatter(xs, ys, s=16, zorder=3)
+    if labels is not None:
+        for xi, yi, lab in zip(xs, ys, labels, strict=True):
+            ax.annotate(lab, (xi, yi), fontsize=6, xytext=(2, 2), textcoords="offset points")
+    if fit and len(xs) >= 2 and max(xs) > min(xs):
+        n = len(xs)
+        mx, my = sum(xs) / n, sum(ys) / n
+        slope = sum((a - mx) * (b - my) for a, b in zip(xs, ys, strict=True)) / sum((a - mx) ** 2 for a in xs)
+        ends = [min(xs), max(xs)]
+        ax.plot(ends, [my + slope * (e - mx) for e in ends], color="gray", linewidth=1, label="least squares")
+        ax.legend(loc="best")
+    return fig
+
+
+def figure_bytes(fig: Figure, fmt: str) -> bytes:
+    """The figure rendered as ``png`` (150 dpi) or ``svg`` (no timestamp)."""
+    buf = io.BytesIO()
+    metadata: dict[str, str | None] = {"Date": None} if fmt == "svg" else {"Software": None}
+    with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
+        fig.savefig(buf, format=fmt, dpi=150, metadata=metadata)
+    return buf.getvalue()
+
+
+def svg_text(fig: Figure) -> str:
+    """The figure as an SVG document (for inlining in HTML)."""
+    return figure_bytes(fig, "svg").decode()
+
+
+def save(fig: Figure, folder: str | Path, name: str) -> list[Path]:
+    """Write ``name.png`` and ``name.svg`` into ``folder`` (each whole or not at all)."""
+    paths = []
+    for fmt in ("png", "svg"):
+        path = Path(folder) / f"{name}.{fmt}"
+        write_bytes_atomic(path, figure_bytes(fig, fmt))
+        paths.append(path)
+    return paths
