@@ -16,7 +16,7 @@ from tileplan.errors import TileplanError
 def plan(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
-    objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram"),
+    objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram | perf-per-byte"),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s", help="exhaustive | random"),
     batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
     budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
@@ -34,8 +34,8 @@ def plan(
     from tileplan.report.tables import plan_csv, plan_table
 
     def work() -> None:
-        if objective not in ("latency", "energy", "edp", "dram"):
-            raise TileplanError(f"unknown objective {objective!r}; choose latency, energy, edp or dram")
+        if objective not in api.OBJECTIVES:
+            raise TileplanError(f"unknown objective {objective!r}; choose {', '.join(api.OBJECTIVES)}")
         for target in (json_path, csv_path):  # fail before a long search, not after it
             if target is not None and not target.resolve().parent.is_dir():
                 raise TileplanError(f"cannot write {target}: folder {target.parent} does not exist")
