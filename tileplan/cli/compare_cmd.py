@@ -29,15 +29,15 @@ def compare(
 ) -> None:
     """Plan MODEL with each strategy and print, per layer and in total, latency, DRAM bytes, bursts,
     energy and each strategy's objective relative to the best."""
-    from tileplan.report.files import write_text_atomic
+    from tileplan.report.files import check_output_file, write_text_atomic
     from tileplan.report.tables import comparison_table
 
     def work() -> None:
         if objective not in ("latency", "energy", "edp", "dram"):
             raise TileplanError(f"unknown objective {objective!r}; choose latency, energy, edp or dram")
         for target in (json_path, csv_path):
-            if target is not None and not target.resolve().parent.is_dir():
-                raise TileplanError(f"cannot write {target}: folder {target.parent} does not exist")
+            if target is not None:
+                check_output_file(target)
         names = [s.strip() for s in strategies.split(",") if s.strip()]
         machine = api.load_arch(arch, sets or ())
         network = api.load_network(model, batch=batch)
