@@ -53,6 +53,18 @@ def ir_with(old: str, new: str) -> dict[str, str]:
     return {"bad.ir": text.replace(old, new, 1)}
 
 
+def onnx_conv(shape: tuple[int, int, int, int], *, name: str = "x", node_name: str = "conv") -> bytes:
+    """A one-convolution ONNX model (3x3, 8 filters) reading an input of ``shape``."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    weight = helper.make_tensor("w", TensorProto.FLOAT, (8, shape[1], 3, 3), [0.0] * (8 * shape[1] * 9))
+    node = helper.make_node("Conv", [name, "w"], ["y"], name=node_name, kernel_shape=[3, 3])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [weight])
+    return onnx.shape_inference.infer_shapes(helper.make_model(graph)).SerializeToString()
+
+
 @dataclass
 class Case:
     id: str
@@ -95,7 +107,8 @@ CASES = [
          arch("burst_bytes: 64", "burst_bytes: 1e20")),
     Case("arch-clock-inf", PLAN + ["bad.yaml"], "clock_hz", arch("clock_hz: 1.0e9", "clock_hz: .inf")),
     Case("arch-clock-nan", PLAN + ["bad.yaml"], "clock_hz", arch("clock_hz: 1.0e9", "clock_hz: .nan")),
-    Case("arch-clock-1e300", PLAN + ["bad.yaml"], "clock_hz: must be between 1e3 and 1e11 Hz", arch("clock_hz: 1.0e9", "clock_hz: 1e300")),
+    Case("arch-clock-1e300", PLAN + ["bad.yaml"], "clock_hz: must be between 1e3 and 1e11 Hz",
+         arch("clock_hz: 1.0e9", "clock_hz: 1e300")),
     Case("arch-clock-zero", PLAN + ["bad.yaml"], "clock_hz", arch("clock_hz: 1.0e9", "clock_hz: 0")),
     Case("arch-clock-text", PLAN + ["bad.yaml"], "clock_hz", arch("clock_hz: 1.0e9", "clock_hz: fast")),
     Case("arch-bandwidth-tiny", PLAN + ["bad.yaml"], "dram.bandwidth_bytes_per_s",
@@ -134,6 +147,8 @@ CASES = [
     Case("onnx-garbage", ["plan", "bad.onnx"], "bad.onnx", {"bad.onnx": b"\x08\x07garbage" * 10}),
     Case("onnx-empty", ["plan", "bad.onnx"], "bad.onnx", {"bad.onnx": b""}),
     Case("onnx-text", ["plan", "bad.onnx"], "bad.onnx", {"bad.onnx": "hello world\n"}),
+    Case("onnx-zero-size-input", ["plan", "m.onnx"], "has size 0 on axis 2", {"m.onnx": onnx_conv((1, 3, 0, 8))}),
+    Case("onnx-huge-input", ["plan", "m.onnx"], "larger than the 65,536", {"m.onnx": onnx_conv((1, 3, 100000, 8))}),
     # ------------------------------------------------------------- options
     Case("plan-objective", ["plan", "lenet5", "--objective", "x"], "objective 'x'"),
     Case("plan-strategy", ["plan", "lenet5", "--strategy", "x"], "strategy 'x'"),
@@ -206,9 +221,13 @@ CASES = [
     Case("ir-missing", ["run", "nothere.ir"], "nothere.ir"),
     Case("ir-binary", ["run", "bad.ir"], "bad.ir", {"bad.ir": bytes(range(256))}),
     Case("ir-no-text-section", ["run", "bad.ir"], "[text]", {"bad.ir": "[info]\nLAYER x\n[var]\n"}),
-    Case("ir-huge-dims", ["run", "bad.ir"], "INPUT", ir_with("INPUT(1,1,1,32,32)", "INPUT(1,1,1,32000000,32000000)")),
+    Case("ir-huge-dims", ["run", "bad.ir"], "bad.ir: the program is too big to execute",
+         ir_with("INPUT(1,1,1,32,32)", "INPUT(100000000,1,1,32,32)")),
+    Case("ir-inconsistent-dims", ["run", "bad.ir"], "INPUT",
+         ir_with("INPUT(1,1,1,32,32)", "INPUT(1,1,1,32000000,32000000)")),
     Case("ir-negative-dims", ["run", "bad.ir"], "INPUT", ir_with("INPUT(1,1,1,32,32)", "INPUT(1,1,1,-32,32)")),
-    Case("ir-unknown-instruction", ["run", "bad.ir"], "FROB", ir_with("INIT MB2[0] OUTPUT_17", "FROB MB2[0] OUTPUT_17")),
+    Case("ir-unknown-instruction", ["run", "bad.ir"], "FROB",
+         ir_with("INIT MB2[0] OUTPUT_17", "FROB MB2[0] OUTPUT_17")),
 ]
 
 

@@ -4,10 +4,7 @@ errors become one line on stderr and a non-zero exit. One module per command gro
 from __future__ import annotations
 
 import os
-import signal
-import sys
 from collections.abc import Sequence
-from types import FrameType
 
 from rich.text import Text
 
@@ -19,7 +16,7 @@ from tileplan.cli import (  # noqa: F401  (importing a command module registers 
     plan_cmd,
     program_cmd,
 )
-from tileplan.cli.app import app, err, out
+from tileplan.cli.app import app, err, interrupt_reported, out
 
 __all__ = ["app", "main", "run"]
 
@@ -50,20 +47,16 @@ def run(argv: Sequence[str] | None = None) -> int:
         _one_line(f"internal error {type(exc).__name__}: {exc} (please report it; TILEPLAN_DEBUG=1 shows the "
                   f"traceback)")
         return 1
+    if code == 130 and not interrupt_reported():  # Ctrl-C outside a command's guard (typer's 130)
+        err.print("interrupted", highlight=False)
     return code if isinstance(code, int) else 0
 
 
-def _on_sigint(signum: int, frame: FrameType | None) -> None:
-    """First Ctrl-C: stop the work (``KeyboardInterrupt``); later ones are ignored so they cannot
-    break the clean-up."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    raise KeyboardInterrupt
-
-
 def main() -> None:
-    """Console entry point."""
-    signal.signal(signal.SIGINT, _on_sigint)
-    sys.exit(run())
+    """Console entry point (see :mod:`tileplan.entry`, which installs the Ctrl-C handling first)."""
+    from tileplan.entry import main as entry_main
+
+    entry_main()
 
 
 if __name__ == "__main__":

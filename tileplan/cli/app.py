@@ -29,6 +29,7 @@ _WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
 out = Console(width=_WIDTH)
 err = Console(stderr=True, width=_WIDTH)
 F = TypeVar("F", bound=Callable[..., Any])
+_REPORTED: list[bool] = []  # "interrupted" printed (so that it is printed once)
 
 ARCH_HELP = "Preset name (see `tileplan arch list`), YAML file, or e-PlaNNer JSON file."
 MODEL_HELP = "Zoo network name (see `tileplan zoo list`) or an .onnx file."
@@ -48,7 +49,13 @@ def _interrupted() -> NoReturn:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break the way out
     err.print("interrupted", highlight=False)
+    _REPORTED.append(True)
     raise typer.Exit(code=130)
+
+
+def interrupt_reported() -> bool:
+    """Whether a command has already told the user it was interrupted."""
+    return bool(_REPORTED)
 
 
 def _guard(fn: Callable[[], Any]) -> Any:

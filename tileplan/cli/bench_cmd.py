@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from tileplan import api
 from tileplan.cli.app import _guard, app, err, out
 
 
@@ -23,6 +24,7 @@ def bench(
     from tileplan.report.files import check_output_file, write_text_atomic
 
     def work() -> None:
+        api.check_options(strategy=strategy, objective=objective)
         if json_path is not None:
             check_output_file(json_path)
         rows = run_bench(networks.split(","), archs.split(","), strategy=strategy, objective=objective,

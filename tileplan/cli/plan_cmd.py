@@ -20,9 +20,9 @@ def plan(
     objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram | perf-per-byte"),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s",
                                  help="exhaustive | random | eplanner | zhang | ma | smartshuttle-rules"),
-    batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
-    budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
-    seed: int = typer.Option(0, help="Seed for sampling strategies."),
+    batch: int = typer.Option(1, "--batch", "-b", min=1, max=1024, help="Batch size (1 to 1024)."),
+    budget: int = typer.Option(20_000, min=1, max=2**21, help="Candidates for sampling strategies."),
+    seed: int = typer.Option(0, min=0, help="Seed for sampling strategies."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Search every layer, even identical ones."),
     skip_unsupported: bool = typer.Option(False, "--skip-unsupported",
                                           help="Pass unsupported ONNX operators through with a warning."),
@@ -36,8 +36,7 @@ def plan(
     from tileplan.report.tables import plan_csv, plan_table
 
     def work() -> None:
-        if objective not in api.OBJECTIVES:
-            raise TileplanError(f"unknown objective {objective!r}; choose {', '.join(api.OBJECTIVES)}")
+        api.check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch)
         for target in (json_path, csv_path):  # fail before a long search, not after it
             if target is not None:
                 check_output_file(target)
@@ -84,17 +83,25 @@ def eval_cmd(
         network = api.load_network(model)
         target = network[layer]
         try:
-            text = mapping.read_text()
+            text = mapping.read_text(encoding="utf-8")
         except OSError as exc:
             raise TileplanError(f"cannot read mapping file {mapping}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise TileplanError(f"mapping file {mapping} is not a text (UTF-8 JSON) file") from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise TileplanError(f"mapping file {mapping} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
         if isinstance(data, dict) and "layers" in data:  # a whole plan: take this layer's mapping
-            match = [lp for lp in data["layers"] if lp["name"] == layer and lp.get("mapping")]
+            layers = data["layers"]
+            if not isinstance(layers, list) or not all(isinstance(lp, dict) and "name" in lp for lp in layers):
+                raise TileplanError(f"plan file {mapping}: 'layers' must be a list of objects with a 'name' and "
+                                    f"a 'mapping' (as `tileplan plan --json` writes)")
+            match = [lp for lp in layers if lp["name"] == layer and lp.get("mapping")]
             if not match:
                 raise TileplanError(f"plan file {mapping} has no mapping for layer {layer!r}")
+            if not isinstance(match[0]["mapping"], dict):
+                raise TileplanError(f"plan file {mapping}: the mapping of layer {layer!r} is not an object")
             m = Mapping.from_dict(match[0]["mapping"], dims=target.dims)
         else:
             m = Mapping.from_json(text, dims=target.dims)

@@ -46,6 +46,7 @@ def emit(
     from tileplan.report.files import check_output_file, check_output_folder, make_output_folder
 
     def work() -> None:
+        api.check_options(strategy=strategy, objective=objective)
         if target not in ("ir", "c"):
             raise TileplanError(f"unknown target {target!r}; choose ir or c")
         if layer is not None:  # checked before the search; an existing file is replaced
@@ -86,7 +87,7 @@ def verify(
     layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer."),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
     objective: str = typer.Option("latency", "--objective", "-o"),
-    seed: int = typer.Option(0, help="Seed of the random integer operands."),
+    seed: int = typer.Option(0, min=0, help="Seed of the random integer operands."),
 ) -> None:
     """Plan, emit, execute and check every distinct layer: bit-exact output, and the DRAM bytes and
     bursts the program moved equal to what the model predicted."""
@@ -123,13 +124,19 @@ def verify(
 
 @app.command()
 def run(program: Path = typer.Argument(..., help="An execution program (.ir) written by `tileplan emit`."),
-        seed: int = typer.Option(0, help="Seed of the random integer operands.")) -> None:
+        seed: int = typer.Option(0, min=0, help="Seed of the random integer operands.")) -> None:
     """Execute an IR file on random integers; print the DRAM traffic it moved and check its output."""
     from tileplan.program import read_ir
+    from tileplan.program.errors import ProgramError
     from tileplan.program.runner import run_program
 
     def work() -> None:
-        r = run_program(read_ir(program), seed=seed)
+        try:
+            r = run_program(read_ir(program), seed=seed)
+        except ProgramError as exc:
+            if exc.source:
+                raise
+            raise ProgramError(exc.detail, line=exc.line, source=str(program)) from None
         res = r.result
         out.print(f"layer {r.layer.name} ({r.layer.op.value} {r.layer.shape_str()}), {res.instructions:,} "
                   f"instructions")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tileplan.files import write_text_atomic
 from tileplan.program.cgen import emit_c
 from tileplan.program.errors import ProgramError
 from tileplan.program.ir import Program
 from tileplan.program.irtext import emit_ir, parse_ir
-from tileplan.report.files import write_text_atomic
 
 
 def read_ir(path: str | Path) -> Program:
