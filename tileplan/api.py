@@ -1,10 +1,12 @@
 """The Python API, and the one place that hands strategies a compiled problem.
 
 >>> from tileplan import api
->>> cost = api.evaluate(api.load_network("lenet5")["conv1"], "nmp",
-...                     api.Mapping.from_dict({"order": "NGKCPQRS"}, dims=api.load_network("lenet5")["conv1"].dims))
->>> int(cost.dram_weight_bytes)   # all 6 filters of 5x5, 16-bit
+>>> conv1 = api.load_network("lenet5")["conv1"]
+>>> cost = api.evaluate(conv1, "nmp", api.Mapping.from_dict({"tiles": {"P": 14}}, dims=conv1.dims))
+>>> int(cost.dram_weight_bytes)   # all 6 filters of 5x5, 16-bit, loaded once
 300
+>>> int(cost.dram_output_bytes)   # 6 x 28 x 28 outputs, 16-bit, written once in two row tiles
+9408
 """
 
 from __future__ import annotations

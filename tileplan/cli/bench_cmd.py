@@ -8,15 +8,15 @@ from pathlib import Path
 import typer
 
 from tileplan import api
-from tileplan.cli.app import _guard, app, err, out
+from tileplan.cli.app import OBJECTIVE_HELP, STRATEGY_HELP, _guard, app, err, out
 
 
 @app.command()
 def bench(
     networks: str = typer.Option("resnet50,vgg16,mobilenetv2", help="Comma-separated zoo networks."),
     archs: str = typer.Option("nmp,eyeriss", "--archs", help="Comma-separated presets."),
-    strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
-    objective: str = typer.Option("latency", "--objective", "-o"),
+    strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=STRATEGY_HELP),
+    objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
     json_path: Path | None = typer.Option(None, "--json", help="Write the measurements as JSON."),
 ) -> None:
     """Time planning of networks on presets: wall time, candidates, candidates/s, peak memory."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, OBJECTIVE_HELP, SET_HELP, _guard, _progress, app, out
 
 
 @app.command()
@@ -17,7 +17,7 @@ def compare(
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     strategies: str = typer.Option("exhaustive,random", "--strategies", "-s",
                                    help="Comma-separated strategies (see `tileplan plan --help`)."),
-    objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram"),
+    objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
     batch: int = typer.Option(1, "--batch", "-b", min=1, max=1024, help="Batch size (1 to 1024)."),
     budget: int = typer.Option(20_000, min=1, max=2**21, help="Candidates for sampling strategies."),
     seed: int = typer.Option(0, min=0, help="Seed for sampling strategies."),

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, OBJECTIVE_HELP, SET_HELP, STRATEGY_HELP, _guard, _progress, app, out
 from tileplan.errors import TileplanError
 
 
@@ -17,9 +17,8 @@ def plan(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
-    objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram | perf-per-byte"),
-    strategy: str = typer.Option("exhaustive", "--strategy", "-s",
-                                 help="exhaustive | random | eplanner | zhang | ma | smartshuttle-rules"),
+    objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
+    strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=STRATEGY_HELP),
     batch: int = typer.Option(1, "--batch", "-b", min=1, max=1024, help="Batch size (1 to 1024)."),
     budget: int = typer.Option(20_000, min=1, max=2**21, help="Candidates for sampling strategies."),
     seed: int = typer.Option(0, min=0, help="Seed for sampling strategies."),
@@ -33,7 +32,7 @@ def plan(
 ) -> None:
     """Find the best mapping of every layer of MODEL and print a per-layer table with totals."""
     from tileplan.report.files import check_output_file, write_text_atomic
-    from tileplan.report.tables import plan_csv, plan_table
+    from tileplan.report.tables import plan_csv, plan_summary, plan_table
 
     def work() -> None:
         api.check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch)
@@ -51,11 +50,7 @@ def plan(
             result = api.plan(network, machine, strategy=strategy, objective=objective, budget=budget, seed=seed,
                               cache=not no_cache, jobs=jobs, progress=tick)
         out.print(plan_table(result, network, show_cached=all_layers))
-        cached = len(result.layers) - result.searched_layers
-        out.print(f"latency {result.latency_cycles:,.0f} cycles = {result.latency_s * 1e3:.3f} ms, "
-                  f"DRAM {result.dram_bytes / 1e6:.3f} MB, energy {result.energy_pj / 1e6:.3f} uJ; "
-                  f"{result.searched_layers} of {len(result.layers)} layers searched "
-                  f"({cached} reused an identical layer's plan or move no data; * marks reuse)")
+        out.print(plan_summary(result), highlight=False)
         if json_path:
             write_text_atomic(json_path, result.to_json())
         if csv_path:
@@ -77,6 +72,7 @@ def eval_cmd(
     from dataclasses import asdict
 
     from tileplan.mapping import Mapping
+    from tileplan.report.tables import number
 
     def work() -> None:
         machine = api.load_arch(arch, sets or ())
@@ -111,6 +107,7 @@ def eval_cmd(
             return
         out.print(str(m))
         for key, value in asdict(cost).items():
-            out.print(f"{key:28s} {value:,.2f}" if isinstance(value, float) else f"{key:28s} {value}")
+            out.print(f"{key:28s} {number(value) if isinstance(value, float | int) else value}", highlight=False)
+        out.print(f"{'bound':28s} {cost.bound} (the largest of compute, NoC and DRAM time)", highlight=False)
 
     _guard(work)

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, OBJECTIVE_HELP, SET_HELP, STRATEGY_HELP, _guard, _progress, app, out
 from tileplan.errors import TileplanError
 
 
@@ -37,8 +37,8 @@ def emit(
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer (then --output is a file)."),
     target: str = typer.Option("ir", "--target", "-t", help="ir (e-PlaNNer text) | c (C99 program)"),
-    strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
-    objective: str = typer.Option("latency", "--objective", "-o"),
+    strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=STRATEGY_HELP),
+    objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
     output: Path = typer.Option(..., "--output", help="File (with --layer) or folder for every layer."),
 ) -> None:
     """Write the execution program of the planned mapping of one layer or of every layer."""
@@ -85,8 +85,8 @@ def verify(
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer."),
-    strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
-    objective: str = typer.Option("latency", "--objective", "-o"),
+    strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=STRATEGY_HELP),
+    objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
     seed: int = typer.Option(0, min=0, help="Seed of the random integer operands."),
 ) -> None:
     """Plan, emit, execute and check every distinct layer: bit-exact output, and the DRAM bytes and
