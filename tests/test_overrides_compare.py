@@ -124,8 +124,8 @@ def test_compare_edp_totals_multiply_network_totals() -> None:
 
 def test_compare_cli_writes_json_and_csv(tmp_path: Path) -> None:
     j, c = tmp_path / "cmp.json", tmp_path / "cmp.csv"
-    result = cli("compare", "lenet5", "--arch", "eyeriss", "--strategies", "exhaustive,random", "--budget", "200", "-j", "1",
-                 "--json", str(j), "--csv", str(c))
+    result = cli("compare", "lenet5", "--arch", "eyeriss", "--strategies", "exhaustive,random", "--budget", "200",
+                 "-j", "1", "--json", str(j), "--csv", str(c))
     assert result.exit_code == 0, result.output
     assert "best in total: exhaustive" in result.output
     data = json.loads(j.read_text())
