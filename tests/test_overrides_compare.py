@@ -140,3 +140,17 @@ def test_compare_bad_input() -> None:
         api.compare("lenet5", "eyeriss", ["exhaustive", "tso9"])
     result = cli("compare", "lenet5", "--arch", "eyeriss", "--strategies", "exhaustive,tso9")
     assert result.exit_code == 2 and result.output.startswith("error: unknown strategy 'tso9'")
+
+
+def test_compare_takes_every_registered_strategy() -> None:
+    """Every strategy the project has runs under compare; none beats the general exhaustive optimum."""
+    from tileplan.search import STRATEGIES
+
+    small = api.load_arch("eyeriss", ["memories.L2.size_bytes=4KiB"])
+    cmp = api.compare("lenet5", small, list(STRATEGIES), budget=300, jobs=1)
+    assert cmp.strategies == tuple(STRATEGIES)
+    for row in cmp.rows:
+        assert row.ratio >= 1.0
+        if row.strategy == "exhaustive":
+            assert row.ratio == 1.0
+    assert max(r.ratio for r in cmp.totals()) > 1.0  # the buffer is small enough to tell them apart
