@@ -33,6 +33,7 @@ def _group(pgid: int) -> list[int]:
 
 
 def _cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) process ``pid`` has used so far."""
     stat = (Path("/proc") / str(pid) / "stat").read_text()
     fields = stat[stat.rindex(")") + 2:].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -15,6 +15,7 @@ from tileplan.cli import (  # noqa: F401  (importing a command module registers 
     info_cmd,
     plan_cmd,
     program_cmd,
+    report_cmd,
 )
 from tileplan.cli.app import app, err, interrupt_reported, out
 
@@ -53,7 +54,8 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def main() -> None:
-    """Console entry point (see :mod:`tileplan.entry`, which installs the Ctrl-C handling first)."""
+    """Console entry point (the installed script is ``tileplan.entry:main``, which sets up Ctrl-C
+    handling before this package is imported)."""
     from tileplan.entry import main as entry_main
 
     entry_main()
