@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, _guard, _progress, app, out
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
 from tileplan.errors import TileplanError
 
 
@@ -16,8 +16,10 @@ from tileplan.errors import TileplanError
 def plan(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
-    objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram"),
-    strategy: str = typer.Option("exhaustive", "--strategy", "-s", help="exhaustive | random"),
+    sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
+    objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram | perf-per-byte"),
+    strategy: str = typer.Option("exhaustive", "--strategy", "-s",
+                                 help="exhaustive | random | eplanner | zhang | ma | smartshuttle-rules"),
     batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
     budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
     seed: int = typer.Option(0, help="Seed for sampling strategies."),
@@ -30,15 +32,16 @@ def plan(
     csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer."),
 ) -> None:
     """Find the best mapping of every layer of MODEL and print a per-layer table with totals."""
-    from tileplan.report.files import write_text_atomic
+    from tileplan.report.files import check_output_file, write_text_atomic
     from tileplan.report.tables import plan_csv, plan_table
 
     def work() -> None:
-        if objective not in ("latency", "energy", "edp", "dram"):
-            raise TileplanError(f"unknown objective {objective!r}; choose latency, energy, edp or dram")
+        if objective not in api.OBJECTIVES:
+            raise TileplanError(f"unknown objective {objective!r}; choose {', '.join(api.OBJECTIVES)}")
         for target in (json_path, csv_path):  # fail before a long search, not after it
-            if target is not None and not target.resolve().parent.is_dir():
-                raise TileplanError(f"cannot write {target}: folder {target.parent} does not exist")
+            if target is not None:
+                check_output_file(target)
+        machine = api.load_arch(arch, sets or ())
         network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
@@ -46,7 +49,7 @@ def plan(
             def tick(done: int, total: int, label: str) -> None:
                 bar.update(task, completed=done, total=total, label=label)
 
-            result = api.plan(network, arch, strategy=strategy, objective=objective, budget=budget, seed=seed,
+            result = api.plan(network, machine, strategy=strategy, objective=objective, budget=budget, seed=seed,
                               cache=not no_cache, jobs=jobs, progress=tick)
         out.print(plan_table(result, network, show_cached=all_layers))
         cached = len(result.layers) - result.searched_layers
@@ -66,6 +69,7 @@ def plan(
 def eval_cmd(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
+    sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     layer: str = typer.Option(..., "--layer", "-l", help="Layer name (see `tileplan zoo show MODEL`)."),
     mapping: Path = typer.Option(..., "--mapping", "-m", help="Mapping JSON (as written by `plan --json`)."),
     json_out: bool = typer.Option(False, "--json", help="Print the cost breakdown as JSON."),
@@ -76,6 +80,7 @@ def eval_cmd(
     from tileplan.mapping import Mapping
 
     def work() -> None:
+        machine = api.load_arch(arch, sets or ())
         network = api.load_network(model)
         target = network[layer]
         try:
@@ -93,7 +98,7 @@ def eval_cmd(
             m = Mapping.from_dict(match[0]["mapping"], dims=target.dims)
         else:
             m = Mapping.from_json(text, dims=target.dims)
-        cost = api.evaluate(target, arch, m)
+        cost = api.evaluate(target, machine, m)
         if json_out:
             out.print_json(json.dumps(asdict(cost)))
             return
