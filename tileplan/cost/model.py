@@ -51,6 +51,17 @@ def split_tables(problem: Problem, cluster_split: tuple[int, ...], core_split: t
     return cache[key]
 
 
+def grid_tables(problem: Problem, grid: CoreGrid) -> KernelTables:
+    """Kernel tables of a core grid the caller already built (default input layout; cached)."""
+    cache: dict[int, tuple[CoreGrid, KernelTables]] = problem.__dict__.setdefault("_grid_tables", {})
+    hit = cache.get(id(grid))
+    if hit is None or hit[0] is not grid:
+        if len(cache) > 64:
+            cache.clear()
+        hit = cache[id(grid)] = (grid, kernel_tables(problem, grid, [MappingBatch.default_layout_codes()[0]]))
+    return hit[1]
+
+
 @dataclass
 class Sweep:
     """Stage one of the model for a batch sharing one core split (arrays over candidates last)."""
@@ -207,5 +218,5 @@ def kernel_rel() -> np.ndarray:
     return _RELEVANT_MASK.astype(np.int64)
 
 
-__all__ = ["LAYOUT_LETTERS", "Sweep", "compute_cycles", "evaluate", "evaluate_orders", "finish", "reload_factors",
-           "split_tables", "storage_order", "sweep", "tensor_sizes", "tables_for"]
+__all__ = ["LAYOUT_LETTERS", "Sweep", "compute_cycles", "evaluate", "evaluate_orders", "finish", "grid_tables",
+           "reload_factors", "split_tables", "storage_order", "sweep", "tables_for", "tensor_sizes"]

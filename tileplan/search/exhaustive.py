@@ -10,7 +10,7 @@ import numpy as np
 
 from tileplan.cost.batch import CostBatch, MappingBatch
 from tileplan.cost.kernel_tables import KernelTables
-from tileplan.cost.model import compute_cycles, evaluate_orders, finish, split_tables, sweep
+from tileplan.cost.model import compute_cycles, evaluate_orders, finish, grid_tables, split_tables, sweep
 from tileplan.cost.problem import CoreGrid, Problem
 from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
 from tileplan.mapping import Mapping
@@ -91,13 +91,17 @@ def _compulsory_elems(problem: Problem, offset: tuple[int, ...], length: tuple[i
     return L[Dim.N] * L[Dim.G] * L[Dim.C] * extents[0] * extents[1] * problem.layer.input_count
 
 
-def best_unroll(K: KernelTables, tiles: np.ndarray, options: np.ndarray) -> np.ndarray:
-    """(n, 8) fastest unroll option for each tile vector (compute of the slowest core shape)."""
+def best_unroll(problem: Problem, grid: CoreGrid, tiles: np.ndarray, options: np.ndarray, *,
+                tables: KernelTables | None = None) -> np.ndarray:
+    """(n, 8) fastest unroll option for each tile vector (compute of the slowest core shape of
+    ``grid``; ``tables``: the split's kernel tables when the caller has them)."""
+    if tables is None:
+        tables = grid_tables(problem, grid)
     n = len(tiles)
     best = np.full(n, np.inf)
     choice = np.zeros(n, dtype=np.int64)
     for k, u in enumerate(options):
-        cyc = compute_cycles(K, tiles, u)
+        cyc = compute_cycles(tables, tiles, u)
         better = cyc < best
         best = np.where(better, cyc, best)
         choice = np.where(better, k, choice)
@@ -179,7 +183,7 @@ def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
         for start in range(0, len(tiles), chunk):
             t = tiles[start:start + chunk]
             n = len(t)
-            unroll = best_unroll(split_tables(problem, *splits[s]), t, uopts)
+            unroll = best_unroll(problem, grid, t, uopts, tables=split_tables(problem, *splits[s]))
             batch = MappingBatch(t, np.broadcast_to(orders[0], (n, NDIMS)).copy(),
                                  np.zeros((n, 3, NDIMS), dtype=bool), unroll,
                                  np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy(),
