@@ -299,15 +299,18 @@ def finish(K: Any, o: Any, tpos: Any, hpos: Any, pi: Any, pf: Any, pr: Any) -> t
 
 def objective_value(code: int, v: Any) -> Any:
     """The value a search minimises from ``finish``'s values: 0 latency cycles, 1 energy pJ, 2 energy
-    x latency, 3 DRAM bytes (sums in the order ``CostBatch`` uses)."""
+    x latency, 3 DRAM bytes, 4 latency x DRAM bytes (sums in the order ``CostBatch`` uses)."""
     if code == 0:
         return v[10]
+    if code >= 3:
+        dram = (v[0] + v[1]) + (v[2] + v[3])
+        return dram if code == 3 else v[10] * dram
     energy = v[11] + v[12] + v[13] + v[14] + v[15]
     if code == 1:
         return energy
     if code == 2:
         return energy * v[10]
-    return (v[0] + v[1]) + (v[2] + v[3])
+    return energy
 
 
 # ----------------------------------------------------------------------------- compiled loops

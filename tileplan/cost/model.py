@@ -28,7 +28,7 @@ from tileplan.dims import NDIMS, OPERANDS, RELEVANT
 from tileplan.mapping import LAYOUT_LETTERS
 
 _RELEVANT_MASK = np.array([[d in RELEVANT[op] for d in range(NDIMS)] for op in OPERANDS], dtype=bool)
-_OBJECTIVE_CODES = {"latency": 0, "energy": 1, "edp": 2, "dram": 3}
+_OBJECTIVE_CODES = {"latency": 0, "energy": 1, "edp": 2, "dram": 3, "perf-per-byte": 4}
 
 
 def tables_for(problem: Problem, batch: MappingBatch) -> KernelTables:
