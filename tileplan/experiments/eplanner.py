@@ -23,7 +23,7 @@ from tileplan.experiments.common import ExperimentResult, Log, Reference
 from tileplan.parallel import run_parallel
 from tileplan.report import plots
 from tileplan.search import run as run_strategy
-from tileplan.search.eplanner import space_count
+from tileplan.search.eplanner import eplanner_counted
 from tileplan.search.exhaustive import split_lower_bound, split_tight_bound
 from tileplan.search.nest import NO_SPLIT
 from tileplan.search.objective import Objective
@@ -57,17 +57,20 @@ def _problem(layer: Layer, arch_name: str) -> Problem:
 
 
 def _task(task: Task) -> tuple[float, ...]:
-    """One unit of work (picklable): ``plan`` (latency, 3 x bytes, metric key), ``space`` (Table 8.5
-    counts) or ``gap`` (pruned key, optimum key, 1 if a lower bound proved the pruned plan optimal)."""
+    """One unit of work (picklable): ``plan`` (latency, 3 x bytes, metric key, and for e-PlaNNer the
+    Table 8.5 counts) or ``gap`` (pruned key, optimum key, 1 if a lower bound proved it optimal)."""
     kind, layer, arch_name, what = task
     problem = _problem(layer, arch_name)
     if kind == "plan":
-        r = run_strategy(what, problem, METRIC)
+        count = (0.0, 0.0, 0.0)
+        if what == "eplanner":
+            r, c = eplanner_counted(problem, METRIC)
+            count = (float(c.unpruned), float(c.evaluated), float(c.pruned))
+        else:
+            r = run_strategy(what, problem, METRIC)
         b = r.cost.dram_bytes_by_operand[0]
-        return (float(r.cost.latency_cycles[0]), float(b[0]), float(b[1]), float(b[2]), float(METRIC.key(r.cost)[0]))
-    if kind == "space":
-        c = space_count(problem)
-        return (float(c.unpruned), float(c.evaluated), float(c.pruned))
+        return (float(r.cost.latency_cycles[0]), float(b[0]), float(b[1]), float(b[2]), float(METRIC.key(r.cost)[0]),
+                *count)
     objective = Objective(what)
     pruned = float(objective.key(run_strategy("eplanner", problem, objective).cost)[0])
     grid = problem.core_grid(*NO_SPLIT)
@@ -110,9 +113,8 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
     layers = {key: _weighted(net) for key, net in loaded.items()}
     tasks: list[Task] = [("plan", lay, arch, s) for lays in layers.values() for lay in lays
                          for arch in setups.values() for s in STRATEGIES]
-    tasks += [("space", lay, arch, "") for lays in layers.values() for lay in lays for arch in setups.values()]
     gap_layers = _gap_layers(layers, quick)
-    gap_setups = ["eplanner-a"] if quick else ["eplanner-a", "eplanner-b"]
+    gap_setups = ["eplanner-a"]
     tasks += [("gap", lay, arch, obj.value) for lay in gap_layers for arch in gap_setups
               for obj in (METRIC, Objective.LATENCY)]
     t0 = time.perf_counter()
@@ -230,7 +232,7 @@ def _space(res: ExperimentResult, ref: Reference, layers: dict[str, list[Layer]]
     for net, lays in layers.items():
         distinct = list({_sig(x): x for x in lays}.values())
         for setup, arch in setups.items():
-            counts = [done["space", _sig(lay), arch, ""] for lay in distinct]
+            counts = [done["plan", _sig(lay), arch, "eplanner"][5:8] for lay in distinct]
             unpruned, evaluated, pruned = (sum(c[i] for c in counts) for i in range(3))
             rate = 100.0 * pruned / unpruned
             rates.setdefault(net, []).append(rate)
