@@ -23,6 +23,7 @@ from tileplan.cost.model import evaluate as evaluate_batch
 from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, OPERANDS, Dim, Operand
 from tileplan.errors import MappingError, TileplanError, WorkloadError
+from tileplan.fusion.plan import FusionPlan
 from tileplan.mapping import Mapping
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
@@ -216,6 +217,24 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                                  cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
                        {"batch": batch, "precision_bytes": precision_bytes or a.precision_bytes})
+
+
+def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, objective: str | Objective = "latency",
+               strategy: str = "exhaustive", batch: int = 1, precision_bytes: int | None = None,
+               budget: int = 20_000, seed: int = 0, cache: bool = True, jobs: int | None = None,
+               max_group: int = 4, every_start: bool = True, progress: Progress | None = None) -> FusionPlan:
+    """Plan ``network`` with layer fusion: the unfused plan of every layer (:func:`plan`), then the
+    fused groups of up to ``max_group`` layers that the dynamic programme of ``fusion.planner``
+    chooses (never worse than the unfused plan under ``objective``)."""
+    from tileplan.fusion.planner import plan_fusion
+
+    if max_group < 2:
+        raise TileplanError(f"max_group must be at least 2 (a group fuses two or more layers), got {max_group}")
+    a = load_arch(arch)
+    net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
+    base = plan(net, a, strategy=strategy, objective=objective, batch=batch, precision_bytes=precision_bytes,
+                budget=budget, seed=seed, cache=cache, jobs=jobs, progress=progress)
+    return plan_fusion(net, a, base, objective, max_group=max_group, every_start=every_start, progress=progress)
 
 
 def compare(network: str | Path | Network, arch: str | Path | Arch, strategies: Sequence[str], *,
