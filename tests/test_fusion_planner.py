@@ -58,7 +58,7 @@ def _chain_network(specs: list[tuple[int, int, int, int]], c: int, h: int) -> Ne
     layers = []
     prev: tuple[str, ...] = ()
     for i, (k, s, pad, kout) in enumerate(specs):
-        if h + 2 * pad < k:
+        if h + 2 * (pad if kout else 0) < k:
             break
         name = f"l{i}"
         if kout == 0:
