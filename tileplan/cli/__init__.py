@@ -18,6 +18,7 @@ from tileplan.cli import (  # noqa: F401  (importing a command module registers 
     info_cmd,
     plan_cmd,
     program_cmd,
+    report_cmd,
 )
 from tileplan.cli.app import app, err, out
 

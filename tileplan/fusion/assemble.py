@@ -40,7 +40,6 @@ def weight_terms(gm: GroupModel, m: int, resident: bool, chunk: tuple[int, ...],
     if resident:
         return np.full(gm.n, float(total * b)), np.full(gm.n, float(_ceil(total * b, burst))), total * b
     kt, c, rs = layer.k_out, layer.dims[Dim.C], layer.r * layer.s
-    last = m == len(gm.layers) - 1
     if m > 0 and chunk[m - 1] < layer.c_in:
         pieces = sum(cnt * kt * int(_ceil(ce * rs * b, burst)) for ce, cnt in parts(c, chunk[m - 1]))
         piece_bytes = kt * min(chunk[m - 1], c) * rs * b
