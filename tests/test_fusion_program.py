@@ -93,3 +93,22 @@ def test_on_chip_overflow_names_the_memory():
         execute_fused(prog, np.zeros((1, 3, 10, 10), dtype=int), [np.zeros((8, 3, 3, 3), dtype=int),
                                                                    np.zeros((8, 8, 3, 3), dtype=int)])
     assert err.value.memory == "m2"
+
+
+def test_verify_and_emit_a_fused_group_from_the_cli(tmp_path):
+    from typer.testing import CliRunner
+
+    from tileplan.cli import app
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["verify", "lenet5", "--arch", "eyeriss", "--group", "conv2+pool2"])
+    assert result.exit_code == 0, result.output
+    assert "bit-exact" in result.output and "equal the model" in result.output
+    target = tmp_path / "g.txt"
+    result = runner.invoke(app, ["emit", "lenet5", "--arch", "eyeriss", "--group", "conv1+pool1", "--output",
+                                 str(target)])
+    assert result.exit_code == 0, result.output
+    text = target.read_text()
+    assert text.startswith("# fused group conv1+pool1") and "COMPUTE L1" in text and "STORE L1" in text
+    bad = runner.invoke(app, ["verify", "resnet50", "--arch", "eyeriss", "--group", "pool1+res2a_conv1"])
+    assert bad.exit_code != 0 and "also read by" in bad.output and "Traceback" not in bad.output

@@ -11,6 +11,7 @@ from tileplan import api
 from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
 from tileplan.errors import TileplanError
 from tileplan.fusion.plan import FusionPlan
+from tileplan.workload.network import Network
 
 
 @app.command()
@@ -64,7 +65,7 @@ def plan(
                 result = api.plan(network, machine, strategy=strategy, objective=objective, budget=budget,
                                   seed=seed, cache=not no_cache, jobs=jobs, progress=tick)
         if fuse:
-            _print_fused(fused, json_path, csv_path)
+            _print_fused(fused, network, json_path, csv_path)
             result = fused.base
         else:
             out.print(plan_table(result, network, show_cached=all_layers))
@@ -86,13 +87,13 @@ def plan(
     _guard(work)
 
 
-def _print_fused(fused: FusionPlan, json_path: Path | None, csv_path: Path | None) -> None:
+def _print_fused(fused: FusionPlan, network: Network, json_path: Path | None, csv_path: Path | None) -> None:
     from tileplan.report.files import write_text_atomic
     from tileplan.report.fusion_tables import fusion_table
     from tileplan.report.tables import plan_csv
 
     base = fused.base
-    out.print(fusion_table(fused))
+    out.print(fusion_table(fused, network))
     saving = 1 - fused.dram_bytes / base.dram_bytes if base.dram_bytes else 0.0
     out.print(f"fused: latency {fused.latency_cycles:,.0f} cycles, DRAM {fused.dram_bytes / 1e6:.3f} MB, energy "
               f"{fused.energy_pj / 1e6:.3f} uJ; unfused: latency {base.latency_cycles:,.0f} cycles, DRAM "

@@ -204,6 +204,16 @@ class FusedMapping:
         except (KeyError, TypeError, ValueError) as err:
             raise MappingError(f"malformed fused mapping: {err}") from None
 
+    def describe(self, group: FusedGroup) -> str:
+        """Like ``str`` but naming only the maps that are really chunked and omitting a full tile_k."""
+        res = "".join("R" if r else "S" for r, x in zip(self.resident, group.layers, strict=True))
+        chunks = [f"{group.layers[m].name}/{c}" for m, c in enumerate(self.chunk) if c < group.layers[m].k_out]
+        tk = f" K{self.tile_k}" if self.tile_k < group.last.k_out else ""
+        return (f"tile P{self.tile_p} Q{self.tile_q}{tk}" + (f" N{self.tile_n}" if group.last.n > 1 else "")
+                + f", {self.overlap.value}" + (f" {self.direction.value}" if self.overlap is not Overlap.RECOMPUTE
+                                               else "")
+                + f", weights {res}" + (f", chunks {' '.join(chunks)}" if chunks else ""))
+
     def __str__(self) -> str:
         res = "".join("R" if r else "S" for r in self.resident)
         chunks = ",".join(str(c) for c in self.chunk)

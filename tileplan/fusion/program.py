@@ -281,7 +281,8 @@ class _Machine:
             for m_, keep in enumerate(self.keep):
                 self.have[m_] &= keep
                 keep[:] = False
-        self.occupancy()
+        if ins.op in ("LOAD_INPUT", "LOAD_WEIGHT", "COMPUTE"):  # only these add on-chip data
+            self.occupancy()
 
     def compute(self, ins: Instr) -> None:
         m = ins.layer

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from tileplan.fusion.group import FusedGroup
 from tileplan.fusion.plan import FusionPlan
 from tileplan.report.tables import kb, si
+from tileplan.workload.network import Network
 
 
-def fusion_table(plan: FusionPlan) -> Table:
+def fusion_table(plan: FusionPlan, network: Network) -> Table:
     """One row per fused group and per single layer (network order), with DRAM bytes against the best
     unfused plan of the same layers, and totals."""
     base = plan.base
@@ -27,7 +29,8 @@ def fusion_table(plan: FusionPlan) -> Table:
                           kb(cost.dram_weight_bytes), kb(cost.dram_output_bytes), kb(cost.dram_bytes),
                           kb(cost.dram_bytes), "", si(cost.latency_cycles), "")
             continue
-        table.add_row(name + (" *" if group.cached_from else ""), str(group.mapping), kb(cost.dram_input_bytes),
+        described = group.mapping.describe(FusedGroup.of(network, group.layers))
+        table.add_row(name + (" *" if group.cached_from else ""), described, kb(cost.dram_input_bytes),
                       kb(cost.dram_weight_bytes), kb(cost.dram_output_bytes), kb(cost.dram_bytes),
                       kb(group.unfused.dram_bytes), f"{group.saving:.0%}", si(cost.latency_cycles),
                       si(group.space_size))
