@@ -236,7 +236,8 @@ def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, object
     net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
     base = plan(net, a, strategy=strategy, objective=objective, batch=batch, precision_bytes=precision_bytes,
                 budget=budget, seed=seed, cache=cache, jobs=jobs, progress=progress)
-    return plan_fusion(net, a, base, objective, max_group=max_group, every_start=every_start, progress=progress)
+    return plan_fusion(net, a, base, objective, max_group=max_group, every_start=every_start,
+                       jobs=jobs or os.cpu_count() or 1, progress=progress)
 
 
 def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Sequence[str], *,

@@ -25,6 +25,7 @@ from tileplan.arch.spec import Arch
 from tileplan.fusion.group import FusedGroup, chain_error
 from tileplan.fusion.plan import FusionPlan, GroupPlan, sum_costs
 from tileplan.fusion.search import GroupResult, search_group
+from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, NetworkPlan
 from tileplan.search.objective import Objective
 from tileplan.workload.network import Network
@@ -36,35 +37,51 @@ def _vector(cost: LayerCost) -> np.ndarray:
     return np.array([cost.latency_cycles, cost.energy_pj, cost.dram_bytes])
 
 
+def _search(args: tuple[FusedGroup, Arch, Objective]) -> GroupResult | None:
+    return search_group(*args)
+
+
 def candidate_groups(network: Network, arch: Arch, objective: Objective, *, max_group: int = 4,
-                     every_start: bool = True, progress: Progress | None = None
+                     every_start: bool = True, jobs: int = 1, progress: Progress | None = None
                      ) -> dict[tuple[int, int], tuple[GroupResult, str | None]]:
-    """Feasible groups as ``{(start, end): (result, cached_from)}`` (layers ``start..end-1``)."""
+    """Feasible groups as ``{(start, end): (result, cached_from)}`` (layers ``start..end-1``).
+
+    Every legal chain of 2..``max_group`` layers is searched once per distinct signature (in
+    ``jobs`` processes); the §4.4 growth rule is then applied to the results.
+    """
     layers = network.layers
-    found: dict[tuple[int, int], tuple[GroupResult, str | None]] = {}
-    cache: dict[tuple[object, ...], GroupResult | None] = {}
-    owner: dict[tuple[object, ...], str] = {}
     n = len(layers)
-    start = 0
-    done = 0
-    while start < n - 1:
-        end = start + 2
-        while end <= min(n, start + max_group):
+    owner: dict[tuple[object, ...], str] = {}
+    todo: list[tuple[object, ...]] = []
+    chains: dict[tuple[int, int], tuple[object, ...]] = {}
+    for start in range(n - 1):
+        for end in range(start + 2, min(n, start + max_group) + 1):
             chain = list(layers[start:end])
             if chain_error(chain, network) is not None:
                 break
-            key = (tuple(x.signature() for x in chain), objective)
-            name = "+".join(x.name for x in chain)
-            if key not in cache:
-                cache[key] = search_group(FusedGroup(tuple(chain)), arch, objective)
-                owner[key] = name
-                done += 1
-                if progress:
-                    progress(done, 0, name)
-            result = cache[key]
+            key = tuple(x.signature() for x in chain)
+            chains[(start, end)] = key
+            if key not in owner:
+                owner[key] = "+".join(x.name for x in chain)
+                todo.append(key)
+    first = {key: seg for seg, key in reversed(list(chains.items()))}
+    args = [(FusedGroup(tuple(layers[first[key][0]:first[key][1]])), arch, objective) for key in todo]
+    results: dict[tuple[object, ...], GroupResult | None] = {}
+    for done, (i, res) in enumerate(run_parallel(_search, args, jobs=max(1, jobs)), start=1):
+        results[todo[i]] = res
+        if progress:
+            progress(done, len(todo), owner[todo[i]])
+    found: dict[tuple[int, int], tuple[GroupResult, str | None]] = {}
+    start = 0
+    while start < n - 1:
+        end = start + 2
+        while (start, end) in chains:
+            result = results[chains[(start, end)]]
             if result is None:
                 break
-            found[(start, end)] = (result, None if owner[key] == name else owner[key])
+            name = "+".join(x.name for x in layers[start:end])
+            key_owner = owner[chains[(start, end)]]
+            found[(start, end)] = (result, None if key_owner == name else key_owner)
             end += 1
         # HW-Flow-Fusion restarts from the first layer that could not join (``end - 1``).
         start = start + 1 if every_start else max(start + 1, end - 1)
@@ -125,10 +142,12 @@ def choose_cut(objective: Objective, singles: list[np.ndarray], groups: dict[tup
 
 
 def plan_fusion(network: Network, arch: Arch, base: NetworkPlan, objective: Objective | str, *,
-                max_group: int = 4, every_start: bool = True, progress: Progress | None = None) -> FusionPlan:
+                max_group: int = 4, every_start: bool = True, jobs: int = 1,
+                progress: Progress | None = None) -> FusionPlan:
     """Fusion groups for ``network`` (already at the arch's precision) given its unfused ``base`` plan."""
     obj = Objective(objective)
-    found = candidate_groups(network, arch, obj, max_group=max_group, every_start=every_start, progress=progress)
+    found = candidate_groups(network, arch, obj, max_group=max_group, every_start=every_start, jobs=jobs,
+                             progress=progress)
     singles = [_vector(lp.cost) for lp in base.layers]
     costs = {seg: LayerCost.from_batch(res.cost, 0, arch.dram_bytes_per_cycle) for seg, (res, _) in found.items()}
     cut = choose_cut(obj, singles, {seg: _vector(c) for seg, c in costs.items()})
