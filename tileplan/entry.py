@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
 from types import FrameType
+
+_FIRST: list[float] = []  # when the Ctrl-C being handled arrived (monotonic seconds)
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
-    """First Ctrl-C: stop the work (``KeyboardInterrupt``); later ones are ignored so they cannot
-    break the clean-up (cancelling queued work, ending worker processes, removing temp files)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Ctrl-C: stop the work (``KeyboardInterrupt``). Another Ctrl-C within 2 s is ignored, so it
+    cannot break the clean-up (cancelling queued work, ending worker processes, removing temp
+    files); a later one interrupts again (in case a library swallowed the first)."""
+    now = time.monotonic()
+    if _FIRST and now - _FIRST[0] < 2.0:
+        return
+    _FIRST[:] = [now]
     raise KeyboardInterrupt
 
 
