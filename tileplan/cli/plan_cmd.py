@@ -17,7 +17,12 @@ def plan(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram"),
-    strategy: str = typer.Option("exhaustive", "--strategy", "-s", help="exhaustive | random"),
+    strategy: str = typer.Option("exhaustive", "--strategy", "-s", help="exhaustive | random | tso | tso-noburst"),
+    dram_model: str = typer.Option("burst", "--dram-model",
+                                   help="DRAM time the search minimises: burst | volume (plans are "
+                                        "always costed with bursts)."),
+    fix_partition: str | None = typer.Option(None, "--fix-partition", help="tso: only KS | KS&OFM | OFM."),
+    fix_schedule: str | None = typer.Option(None, "--fix-schedule", help="tso: only IS | OS | WS."),
     batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
     budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
     seed: int = typer.Option(0, help="Seed for sampling strategies."),
@@ -39,6 +44,7 @@ def plan(
         for target in (json_path, csv_path):  # fail before a long search, not after it
             if target is not None and not target.resolve().parent.is_dir():
                 raise TileplanError(f"cannot write {target}: folder {target.parent} does not exist")
+        options = api.strategy_options(fix_partition=fix_partition, fix_schedule=fix_schedule)
         network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
@@ -47,7 +53,8 @@ def plan(
                 bar.update(task, completed=done, total=total, label=label)
 
             result = api.plan(network, arch, strategy=strategy, objective=objective, budget=budget, seed=seed,
-                              cache=not no_cache, jobs=jobs, progress=tick)
+                              cache=not no_cache, jobs=jobs, progress=tick, dram_model=dram_model,
+                              options=options)
         out.print(plan_table(result, network, show_cached=all_layers))
         cached = len(result.layers) - result.searched_layers
         out.print(f"latency {result.latency_cycles:,.0f} cycles = {result.latency_s * 1e3:.3f} ms, "
