@@ -10,36 +10,41 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from tileplan import arch as arch_mod
+from tileplan.arch.overrides import apply_overrides
 from tileplan.arch.spec import Arch, AxisMode
+from tileplan.compare import Comparison
 from tileplan.cost.batch import MappingBatch
 from tileplan.cost.bounds import compulsory_bytes, io_lower_bound_bytes
 from tileplan.cost.model import evaluate as evaluate_batch
 from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, OPERANDS, Dim, Operand
-from tileplan.errors import MappingError, WorkloadError
+from tileplan.errors import MappingError, TileplanError, WorkloadError
 from tileplan.mapping import Mapping
+from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
+from tileplan.search import STRATEGIES
 from tileplan.search import run as run_strategy
 from tileplan.search.objective import DramModel, Objective
 from tileplan.workload import zoo
 from tileplan.workload.layer import Layer, OpKind, Precision
 from tileplan.workload.network import Network
 
-__all__ = ["Mapping", "evaluate", "load_arch", "load_network", "plan", "plan_layer"]
+__all__ = ["Mapping", "compare", "evaluate", "load_arch", "load_network", "plan", "plan_layer"]
 
 #: progress(done, total, label) is called as layers are planned.
 Progress = Callable[[int, int, str], None]
 
 
-def load_arch(spec: str | Path | Arch) -> Arch:
-    """An accelerator from an ``Arch``, a preset name, a YAML file or an e-PlaNNer JSON file."""
-    return spec if isinstance(spec, Arch) else arch_mod.load(spec)
+def load_arch(spec: str | Path | Arch, overrides: Sequence[str] = ()) -> Arch:
+    """An accelerator from an ``Arch``, a preset name, a YAML file or an e-PlaNNer JSON file, with
+    ``overrides`` (``"dram.bandwidth_bytes_per_s=8e9"``, see :mod:`tileplan.arch.overrides`) applied."""
+    arch = spec if isinstance(spec, Arch) else arch_mod.load(spec)
+    return apply_overrides(arch, overrides) if overrides else arch
 
 
 def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported: bool = False) -> Network:
@@ -200,18 +205,10 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
     if progress:
         progress(0, len(todo), todo[0].name)
     try:
-        if workers == 1:
-            for i, item in enumerate(args):
-                results[item[0].name] = _plan_one(item)
-                if progress:
-                    progress(i + 1, len(todo), item[0].name)
-        else:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                futures = {pool.submit(_plan_one, item): item[0].name for item in args}
-                for i, fut in enumerate(as_completed(futures)):
-                    results[futures[fut]] = fut.result()
-                    if progress:
-                        progress(i + 1, len(todo), futures[fut])
+        for done, (i, res) in enumerate(run_parallel(_plan_one, args, jobs=workers), start=1):
+            results[todo[i].name] = res
+            if progress:
+                progress(done, len(todo), todo[i].name)
     except WorkloadError as err:
         raise WorkloadError(f"network {net.name!r}: {err}") from None
     out: list[LayerPlan] = []
@@ -239,6 +236,23 @@ def strategy_options(*, fix_partition: str | None = None, fix_schedule: str | No
     if fix_schedule:
         out["fix_schedule"] = parse_schedule(fix_schedule).value
     return out
+
+
+def compare(network: str | Path | Network, arch: str | Path | Arch, strategies: Sequence[str], *,
+            objective: str | Objective = "latency", batch: int = 1, budget: int = 20_000, seed: int = 0,
+            jobs: int | None = None, progress: Progress | None = None) -> Comparison:
+    """Plan ``network`` once per strategy (same accelerator, objective, budget and seed) and rank them
+    per layer and in total (:class:`tileplan.compare.Comparison`)."""
+    if not strategies:
+        raise TileplanError("compare needs at least one strategy")
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if unknown:
+        raise TileplanError(f"unknown strategy {unknown[0]!r}; choose from {', '.join(STRATEGIES)}")
+    a = load_arch(arch)
+    net = load_network(network, batch=batch)
+    plans = tuple(plan(net, a, strategy=s, objective=objective, batch=batch, budget=budget, seed=seed, jobs=jobs,
+                       progress=progress) for s in dict.fromkeys(strategies))
+    return Comparison.from_plans(plans)
 
 
 def operand_names() -> list[str]:

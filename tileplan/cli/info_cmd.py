@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, _guard, arch_app, out, zoo_app
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, arch_app, out, zoo_app
 
 
 @arch_app.command("list")
@@ -22,14 +22,19 @@ def arch_list() -> None:
 
 @arch_app.command("show")
 def arch_show(name: str = typer.Argument(..., help=ARCH_HELP),
+              sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
               yaml_out: bool = typer.Option(False, "--yaml", help="Print the YAML description.")) -> None:
-    """Show one accelerator."""
+    """Show one accelerator (with --set: as changed by the overrides)."""
     from tileplan.arch.load import preset_names, preset_path
     from tileplan.report.tables import arch_table
 
     def work() -> None:
-        a = api.load_arch(name)
-        if yaml_out:
+        a = api.load_arch(name, sets or ())
+        if yaml_out and sets:
+            import yaml
+
+            out.print(yaml.safe_dump(a.model_dump(mode="json"), sort_keys=False), highlight=False, markup=False)
+        elif yaml_out:
             source = preset_path(name) if name in preset_names() else Path(name)
             out.print(source.read_text(), highlight=False, markup=False)
         else:
@@ -68,9 +73,11 @@ def zoo_export(name: str = typer.Argument(..., help="Zoo network name."),
                path: Path = typer.Argument(..., help="Output .onnx file."),
                batch: int = typer.Option(1, "--batch", "-b", min=1)) -> None:
     """Write a zoo network as an ONNX graph (zero weights; onnx.checker passes)."""
+    from tileplan.report.files import check_output_file
     from tileplan.workload.onnx_export import export_onnx
 
     def work() -> None:
+        check_output_file(path)
         export_onnx(api.load_network(name, batch=batch), path)
         out.print(f"wrote {path}")
 

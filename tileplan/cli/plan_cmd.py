@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, _guard, _progress, app, out
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
 from tileplan.errors import TileplanError
 
 
@@ -16,6 +16,7 @@ from tileplan.errors import TileplanError
 def plan(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
+    sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram"),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s", help="exhaustive | random | tso | tso-noburst"),
     dram_model: str = typer.Option("burst", "--dram-model",
@@ -35,16 +36,17 @@ def plan(
     csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer."),
 ) -> None:
     """Find the best mapping of every layer of MODEL and print a per-layer table with totals."""
-    from tileplan.report.files import write_text_atomic
+    from tileplan.report.files import check_output_file, write_text_atomic
     from tileplan.report.tables import plan_csv, plan_table
 
     def work() -> None:
         if objective not in ("latency", "energy", "edp", "dram"):
             raise TileplanError(f"unknown objective {objective!r}; choose latency, energy, edp or dram")
         for target in (json_path, csv_path):  # fail before a long search, not after it
-            if target is not None and not target.resolve().parent.is_dir():
-                raise TileplanError(f"cannot write {target}: folder {target.parent} does not exist")
+            if target is not None:
+                check_output_file(target)
         options = api.strategy_options(fix_partition=fix_partition, fix_schedule=fix_schedule)
+        machine = api.load_arch(arch, sets or ())
         network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
@@ -52,7 +54,7 @@ def plan(
             def tick(done: int, total: int, label: str) -> None:
                 bar.update(task, completed=done, total=total, label=label)
 
-            result = api.plan(network, arch, strategy=strategy, objective=objective, budget=budget, seed=seed,
+            result = api.plan(network, machine, strategy=strategy, objective=objective, budget=budget, seed=seed,
                               cache=not no_cache, jobs=jobs, progress=tick, dram_model=dram_model,
                               options=options)
         out.print(plan_table(result, network, show_cached=all_layers))
@@ -73,6 +75,7 @@ def plan(
 def eval_cmd(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
+    sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     layer: str = typer.Option(..., "--layer", "-l", help="Layer name (see `tileplan zoo show MODEL`)."),
     mapping: Path = typer.Option(..., "--mapping", "-m", help="Mapping JSON (as written by `plan --json`)."),
     json_out: bool = typer.Option(False, "--json", help="Print the cost breakdown as JSON."),
@@ -83,6 +86,7 @@ def eval_cmd(
     from tileplan.mapping import Mapping
 
     def work() -> None:
+        machine = api.load_arch(arch, sets or ())
         network = api.load_network(model)
         target = network[layer]
         try:
@@ -100,7 +104,7 @@ def eval_cmd(
             m = Mapping.from_dict(match[0]["mapping"], dims=target.dims)
         else:
             m = Mapping.from_json(text, dims=target.dims)
-        cost = api.evaluate(target, arch, m)
+        cost = api.evaluate(target, machine, m)
         if json_out:
             out.print_json(json.dumps(asdict(cost)))
             return

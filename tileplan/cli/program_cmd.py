@@ -8,14 +8,15 @@ from typing import Any
 import typer
 
 from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, _guard, _progress, app, out
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
 from tileplan.errors import TileplanError
 
 
-def _plan_for(model: str, arch: str, strategy: str, objective: str, layer: str | None) -> tuple[Any, Any, Any]:
-    """Plan MODEL (or only LAYER of it) and return (network, arch, plan)."""
+def _plan_for(model: str, arch: str, sets: list[str] | None, strategy: str, objective: str,
+              layer: str | None) -> tuple[Any, Any, Any]:
+    """Plan MODEL (or only LAYER of it) on ARCH changed by SETS and return (network, arch, plan)."""
     network = api.load_network(model)
-    a = api.load_arch(arch)
+    a = api.load_arch(arch, sets or ())
     if layer is not None:
         from dataclasses import replace
 
@@ -33,7 +34,8 @@ def _plan_for(model: str, arch: str, strategy: str, objective: str, layer: str |
 def emit(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
-    layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer (then -o is a file)."),
+    sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
+    layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer (then --output is a file)."),
     target: str = typer.Option("ir", "--target", "-t", help="ir (e-PlaNNer text) | c (C99 program)"),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
     objective: str = typer.Option("latency", "--objective", "-o"),
@@ -41,14 +43,22 @@ def emit(
 ) -> None:
     """Write the execution program of the planned mapping of one layer or of every layer."""
     from tileplan.program import generate_program, write_c, write_ir
+    from tileplan.report.files import check_output_file, check_output_folder, make_output_folder
 
     def work() -> None:
         if target not in ("ir", "c"):
             raise TileplanError(f"unknown target {target!r}; choose ir or c")
-        network, a, result = _plan_for(model, arch, strategy, objective, layer)
+        if layer is not None:  # checked before the search; an existing file is replaced
+            check_output_file(output)
+        elif output.exists() and not output.is_dir():
+            raise TileplanError(f"cannot write the programs of every layer into {output}: it is a file, not a "
+                                f"folder (give a folder, or --layer NAME to write one program to a file)")
+        else:
+            check_output_folder(output)
+        network, a, result = _plan_for(model, arch, sets, strategy, objective, layer)
         write = write_ir if target == "ir" else write_c
         if layer is None:
-            output.mkdir(parents=True, exist_ok=True)
+            make_output_folder(output)
         written = 0
         for lp in result.layers:
             if lp.mapping is None:
@@ -72,6 +82,7 @@ def _prec(a: Any) -> Any:
 def verify(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
+    sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer."),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
     objective: str = typer.Option("latency", "--objective", "-o"),
@@ -84,7 +95,7 @@ def verify(
     from tileplan.program import verify_layer
 
     def work() -> None:
-        network, a, result = _plan_for(model, arch, strategy, objective, layer)
+        network, a, result = _plan_for(model, arch, sets, strategy, objective, layer)
         todo = [lp for lp in result.layers if lp.mapping is not None and lp.cached_from is None]
         table = Table(title=f"verify {network.name} on {a.name}")
         for c in ("layer", "bytes predicted", "bytes counted", "bursts predicted", "bursts counted",
