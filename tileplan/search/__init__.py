@@ -9,6 +9,8 @@ from typing import Any
 
 from tileplan.cost.problem import Problem
 from tileplan.errors import TileplanError
+from tileplan.search.baselines import ma, smartshuttle_rules, zhang
+from tileplan.search.eplanner import eplanner
 from tileplan.search.exhaustive import exhaustive
 from tileplan.search.objective import DramModel, Objective, best_index, recost, volume_problem
 from tileplan.search.random_search import random_search
@@ -32,6 +34,10 @@ STRATEGIES: dict[str, Strategy] = {
     "random": random_search,
     "tso": tso,
     "tso-noburst": tso_noburst,
+    "eplanner": eplanner,
+    "zhang": zhang,
+    "ma": ma,
+    "smartshuttle-rules": smartshuttle_rules,
 }
 
 

@@ -90,5 +90,4 @@ def lower_bound(problem: Problem, objective: Objective, batch: MappingBatch) -> 
     latency = np.maximum(compute, dram_cycles) if arch.overlap else compute + dram_cycles
     energy = problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
         dram * arch.dram.energy_pj_per_byte
-    return {Objective.LATENCY: latency, Objective.ENERGY: energy, Objective.EDP: energy * latency,
-            Objective.DRAM: dram}[objective]
+    return np.asarray(objective.combine(latency, energy, dram), dtype=np.float64) * np.ones(n)
