@@ -127,7 +127,7 @@ def test_fixed_baselines_are_brute_force_over_their_subspace(fix: dict[str, str]
     problem = problem_of(0)
     result = tso(problem, Objective.LATENCY, chunk=5, **fix)
     assert float(result.cost.latency_cycles[0]) == pytest.approx(brute_force(problem, Objective.LATENCY, **fix))
-    part, sched = describe(problem, result)
+    part, sched = describe(problem, result.mapping)
     assert fix.get("fix_partition", part) == part and fix.get("fix_schedule", sched) == sched
 
 

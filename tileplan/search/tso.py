@@ -33,6 +33,7 @@ from tileplan.cost.model import evaluate
 from tileplan.cost.problem import Problem
 from tileplan.dims import NDIMS, OPERANDS, RELEVANT, Dim, Operand
 from tileplan.errors import InfeasibleError, TileplanError
+from tileplan.mapping import Mapping
 from tileplan.search.exhaustive import to_mapping
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.result import SearchResult
@@ -215,7 +216,7 @@ def tso(problem: Problem, objective: Objective, *, fix_partition: str | None = N
         fix_schedule: str | None = None, chunk: int = 1024) -> SearchResult:
     """Best mapping of TSO's space (Alg. 1-3) under ``objective``; ``fix_partition`` /
     ``fix_schedule`` restrict it to one cluster partition or core schedule (the fixed baselines of
-    Table I and Figs. 12-13).
+    Table I and Figs. 12-13); a layer none of whose fixed tilings fits gets TSO's unrestricted choice.
 
     Every candidate gets a lower bound (``tso_bound``); candidates are costed by the model in chunks,
     lowest bound first, until no remaining bound can beat the best found. The choice is the one
@@ -256,10 +257,12 @@ def tso(problem: Problem, objective: Objective, *, fix_partition: str | None = N
             best = (sl, sub.take(np.array([j])), costs.take(j))
         if stop < len(batch):
             heapq.heappush(heap, (float(bound[stop]), i, stop))
+    if best is None and (fix_partition or fix_schedule):
+        # A fixed baseline with no tiling that fits this layer (e.g. IS when the core's filters
+        # cannot all be on chip) runs the layer as TSO would.
+        return tso(problem, objective, chunk=chunk)
     if best is None:
-        which = f" with partition {fix_partition}" if fix_partition else ""
-        which += f" with schedule {fix_schedule}" if fix_schedule else ""
-        raise InfeasibleError(f"no TSO tiling of layer {problem.layer.name!r} fits {problem.arch.name}{which}; "
+        raise InfeasibleError(f"no TSO tiling of layer {problem.layer.name!r} fits {problem.arch.name}; "
                               f"use --strategy exhaustive")
     sl, row, cost = best
     mapping = to_mapping(problem, row.tiles[0], row.order[0], row.unroll[0], (sl.cluster_split, sl.core_split),
@@ -267,9 +270,8 @@ def tso(problem: Problem, objective: Objective, *, fix_partition: str | None = N
     return SearchResult("tso", mapping, cost, evaluated, space, time.perf_counter() - t0, len(slices), len(slices))
 
 
-def describe(problem: Problem, result: SearchResult) -> tuple[Partition, Schedule]:
+def describe(problem: Problem, m: Mapping) -> tuple[Partition, Schedule]:
     """The partition and schedule a ``tso`` mapping stands for (for reports)."""
-    m = result.mapping
     f = filter_dim(problem)
     part = Partition.OFM if m.cluster_split[f] == 1 else (
         Partition.KS if m.cluster_split[Dim.P] == 1 else Partition.KS_OFM)
