@@ -10,8 +10,9 @@ optimum per layer. Our times are the model's; the paper's are measured on the bo
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tileplan import api
 from tileplan.arch.spec import Arch
@@ -25,6 +26,9 @@ from tileplan.report import plots
 from tileplan.search.tso import TSO_OPS, describe
 from tileplan.workload.layer import Precision
 from tileplan.workload.network import Network
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 NAME = "tso"
 TITLE = "TSO: tensor slicing for multicore NPUs (Sousa et al.) on nmp, 16-bit"
@@ -77,6 +81,10 @@ def time_split(plan: NetworkPlan, net: Network, arch: Arch) -> Split:
     return Split(load, store, mac)
 
 
+def _bars(cats: list[str], series: dict[str, list[float]], title: str, ylabel: str) -> Callable[[], Figure]:
+    return lambda: plots.grouped_bars(cats, series, title=title, ylabel=ylabel)
+
+
 def _us(plan: NetworkPlan) -> float:
     return plan.latency_s * 1e6
 
@@ -87,11 +95,11 @@ def _plan(net: Network, arch: Arch, strategy: str, options: dict[str, str], jobs
 
 
 def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: None) -> ExperimentResult:
-    """All of TSO's experiments (``quick``: LeNet-5 and SqueezeNet only, fewer extras)."""
+    """All of TSO's experiments (``quick``: LeNet-5 only)."""
     ref = Reference.load(NAME)
     res = ExperimentResult(NAME, TITLE, PAPER, quick=quick)
     arch = api.load_arch("nmp")
-    names = ["lenet5", "squeezenet"] if quick else list(NETWORKS)
+    names = ["lenet5"] if quick else list(NETWORKS)
     nets = {n: api.load_network(NETWORKS[n]) for n in names}
     plans: dict[tuple[str, str], NetworkPlan] = {}
     seconds: dict[str, float] = {}
@@ -145,17 +153,17 @@ def _table1(res: ExperimentResult, ref: Reference, names: list[str], plans: dict
         cats, {"ours": [(r["noburst_over_burst"] - 1) * 100 for r in rows],
                "paper": [ref.value(f"fig8.{n}.speedup_pct") for n in names]},
         title="Fig. 8: TSO-burst speedup over TSO-noburst", ylabel="speedup (%)"))
-    for fig, keys, title in (("fig12_fixed_partition", FIXED[:3], "Fig. 12: TSO speedup over a fixed cluster partition"),
-                             ("fig13_fixed_schedule", FIXED[3:], "Fig. 13: TSO speedup over a fixed core schedule")):
+    for fig, keys, title in (("fig12_fixed_partition", FIXED[:3], "Fig. 12: TSO speedup over a fixed partition"),
+                             ("fig13_fixed_schedule", FIXED[3:], "Fig. 13: TSO speedup over a fixed schedule")):
         series: dict[str, list[float]] = {}
         for k in keys:
             series[f"{k} ours"] = [(r[f"{k}_over_burst"] - 1) * 100 for r in rows]
             series[f"{k} paper"] = [(r[f"paper_{k}_over_burst"] - 1) * 100 for r in rows]
-        res.figure(fig, lambda s=series, t=title: plots.grouped_bars(cats, s, title=t, ylabel="speedup (%)"))
+        res.figure(fig, _bars(cats, series, title, "speedup (%)"))
 
 
 def _fig9(res: ExperimentResult, ref: Reference, names: list[str], splits: dict[tuple[str, str], Split]) -> None:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for n in names:
         base = splits[n, "noburst"].total
         for key in ("burst", "noburst"):
@@ -177,7 +185,8 @@ def _fig9(res: ExperimentResult, ref: Reference, names: list[str], splits: dict[
 
 def _roofline(res: ExperimentResult, ref: Reference, names: list[str], nets: dict[str, Network],
               plans: dict[tuple[str, str], NetworkPlan], arch: Arch) -> None:
-    points, rows = [], []
+    points: list[plots.RoofPoint] = []
+    rows: list[dict[str, Any]] = []
     for n in names:
         for lp in plans[n, "burst"].layers:
             if lp.cached_from or lp.mapping is None or nets[n][lp.name].op not in TSO_OPS:
@@ -195,7 +204,8 @@ def _roofline(res: ExperimentResult, ref: Reference, names: list[str], nets: dic
     roofs = [plots.Roof("theoretical (256 GMAC/s, 17 GB/s)", peak, bw),
              plots.Roof(f"measured MAC roof {ref.value('roofline.measured_gmacs'):.0f} GMAC/s",
                         ref.value("roofline.measured_gmacs"), bw, dashed=True)]
-    res.figure("fig11_roofline", lambda: plots.roofline(points, roofs, title="Fig. 11: roofline of NMP, TSO-burst convs"))
+    res.figure("fig11_roofline",
+               lambda: plots.roofline(points, roofs, title="Fig. 11: roofline of NMP, TSO-burst convs"))
 
 
 def _conv5(res: ExperimentResult, ref: Reference, arch: Arch, log: Log) -> None:
@@ -209,21 +219,24 @@ def _conv5(res: ExperimentResult, ref: Reference, arch: Arch, log: Log) -> None:
     log("InceptionV3 conv 5")
     b2 = Precision.uniform(2)
 
-    def first_tile(c: int, h: int, t_p: int, t_q: int, tiles_q: int) -> tuple[float, float]:
+    def per_tile(c: int, h: int, t_p: int, t_q: int, tiles: int, tile_bytes: int) -> tuple[float, float]:
+        """Bursts and load cycles of one input tile: a layer of ``tiles`` identical tiles, averaged."""
         layer = Layer.conv("tile", c_in=c, h=h, w=73, k_out=1, r=3, pad=0, precision=b2)
         m = Mapping(tiles=(1, 1, 1, c, t_p, t_q, 3, 3), order=tuple(Dim))
         cost = evaluate(Problem(layer, arch), MappingBatch.from_mappings([m]))
-        bursts = float(cost.dram_bursts[0, Operand.INPUT]) / tiles_q
-        size = c * h * (73 if tiles_q == 1 else (t_q + 2)) * 2
-        return bursts, size / arch.dram_bytes_per_cycle + bursts * arch.burst_latency_cycles
+        bursts = float(cost.dram_bursts[0, Operand.INPUT]) / tiles
+        return bursts, tile_bytes / arch.dram_bytes_per_cycle + bursts * arch.burst_latency_cycles
 
-    b_bursts, b_time = first_tile(14, 4, 2, 71, 1)  # 14 x 4 x 73
-    n_bursts, n_time = first_tile(16, 11, 9, 18, 4)  # 16 x 11 x 20 (4 column tiles, all 176 bursts)
+    # 14 x 4 x 73: three 2-row output tiles of an 8-row input; 16 x 11 x 20: 2 x 4 tiles of 20 x 73
+    # (the last column tile is 19 wide: still one burst per row).
+    b_bytes, n_bytes = 14 * 4 * 73 * 2, 16 * 11 * 20 * 2
+    b_bursts, b_time = per_tile(14, 8, 2, 71, 3, b_bytes)
+    n_bursts, n_time = per_tile(16, 20, 9, 18, 8, n_bytes)
     res.compare(ref, "conv5.burst_tile_bursts", b_bursts)
     res.compare(ref, "conv5.noburst_tile_bursts", n_bursts)
     layer = Layer.conv("Conv2d_4a_3x3", c_in=80, h=73, w=73, k_out=192, r=3, pad=0, precision=b2)
     problem = Problem(layer, arch)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in ("tso", "tso-noburst"):
         r = run_strategy(name, problem, Objective.LATENCY)
         part, sched = describe(problem, r.mapping)
@@ -233,8 +246,9 @@ def _conv5(res: ExperimentResult, ref: Reference, arch: Arch, log: Log) -> None:
         rows.append({"strategy": name, "partition": part.value, "schedule": sched.value,
                      "in_tile": f"{t[Dim.C]}x{t_h}x{t_l}", "T_M": t[Dim.K], "bursts": float(r.cost.bursts[0]),
                      "latency_cycles": float(r.cost.latency_cycles[0])})
-    rows.append({"strategy": "paper tiles (input load per byte)", "in_tile": "14x4x73 vs 16x11x20",
-                 "bursts": b_bursts, "latency_cycles": b_time / (14 * 4 * 73 * 2) / (n_time / (16 * 11 * 20 * 2))})
+    rows.append({"strategy": "paper tiles: load time per byte, burst tile / noburst tile",
+                 "in_tile": "14x4x73 vs 16x11x20", "bursts": b_bursts, "latency_cycles": (b_time / b_bytes) /
+                 (n_time / n_bytes)})
     res.table("conv5_inceptionv3", rows)
     res.compare(ref, "conv5.tile_time_reduction_pct",
                 100 * (1 - rows[0]["latency_cycles"] / rows[1]["latency_cycles"]))
@@ -248,8 +262,8 @@ def _conv5(res: ExperimentResult, ref: Reference, arch: Arch, log: Log) -> None:
 def _search_time(res: ExperimentResult, ref: Reference, nets: dict[str, Network], arch: Arch, jobs: int | None,
                  quick: bool, log: Log) -> None:
     """Fig. 10: the TSO search, layers in parallel (TSO's OpenMP tasks), against one process."""
-    rows = []
-    for n in (["lenet5"] if quick else ["lenet5", "inceptionv3"]):
+    rows: list[dict[str, Any]] = []
+    for n in ([] if quick else ["lenet5", "inceptionv3"]):
         times = {}
         for j in sorted({1, jobs or 2}):
             log(f"search time {n} jobs={j}")
@@ -264,4 +278,5 @@ def _search_time(res: ExperimentResult, ref: Reference, nets: dict[str, Network]
             res.compare(ref, "search.inceptionv3_16threads_s", times[par])
         else:
             res.compare(ref, "search.lenet_serial_s", times[1])
-    res.table("fig10_search_time", rows)
+    if rows:
+        res.table("fig10_search_time", rows)
