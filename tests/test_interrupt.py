@@ -32,6 +32,13 @@ def _group(pgid: int) -> list[int]:
     return pids
 
 
+def _cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) process ``pid`` has used so far."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _interrupt(tmp_path: Path, signals: int, jobs: int) -> tuple[subprocess.CompletedProcess[str], float, list[int]]:
     cmd = [str(TILEPLAN), "plan", "vgg16", "--arch", "nmp", "--json", "out.json", "--jobs", str(jobs)]
     proc = subprocess.Popen(cmd, cwd=tmp_path, start_new_session=True, stdout=subprocess.PIPE,
@@ -40,6 +47,11 @@ def _interrupt(tmp_path: Path, signals: int, jobs: int) -> tuple[subprocess.Comp
         deadline = time.monotonic() + 60
         # The search has started once the worker processes exist (with one job: give it a moment).
         while len(_group(proc.pid)) < 1 + (jobs if jobs > 1 else 0) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        # With one job there are no workers to wait for: wait until the process has worked for longer
+        # than its imports take (wall time is no guide on a loaded machine).
+        while jobs == 1 and _cpu_seconds(proc.pid) < 2.0 and time.monotonic() < deadline:
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.05)
         time.sleep(1.0)
