@@ -20,8 +20,10 @@ import numpy as np
 
 from tileplan.cost import kernel
 
-#: Batches at least this big (candidates x orders) run compiled.
+#: Batches at least this big (candidates x orders) run compiled; once the compiled loops are loaded
+#: in this process, batches of ``MIN_BATCH_LOADED`` do (below that, numpy's call overhead is less).
 MIN_BATCH = 20_000
+MIN_BATCH_LOADED = 1_000
 
 
 def mode() -> str:
@@ -35,7 +37,7 @@ def wanted(work: int) -> bool:
     m = mode()
     if m == "numpy":
         return False
-    if m == "auto" and work < MIN_BATCH:
+    if m == "auto" and work < (MIN_BATCH_LOADED if loops.cache_info().currsize else MIN_BATCH):
         return False
     return loops() is not None
 
