@@ -11,7 +11,7 @@ import numpy as np
 
 from tileplan.cost.batch import CostBatch, MappingBatch
 from tileplan.cost.kernel_tables import KernelTables
-from tileplan.cost.model import compute_cycles, evaluate_orders, finish, grid_tables, split_tables, sweep
+from tileplan.cost.model import compute_cycles, evaluate, evaluate_orders, grid_tables, split_tables
 from tileplan.cost.problem import CoreGrid, Problem
 from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
 from tileplan.mapping import Mapping
@@ -97,6 +97,8 @@ def best_unroll(problem: Problem, grid: CoreGrid, tiles: np.ndarray, options: np
                 tables: KernelTables | None = None) -> np.ndarray:
     """(n, 8) fastest unroll option for each tile vector (compute of the slowest core shape of
     ``grid``; ``tables``: the split's kernel tables when the caller has them)."""
+    if len(options) == 1:
+        return np.broadcast_to(options[0], (len(tiles), NDIMS)).copy()
     if tables is None:
         tables = grid_tables(problem, grid)
     n = len(tiles)
@@ -250,7 +252,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
             sel = rows[:4096]
             sub = batch.take(sel)
             sub.order = orders[cols[:4096]]
-            costs = finish(sweep(problem, sub), sub.order)
+            costs = evaluate(problem, sub)
             i = best_index(objective, costs)
             cand_key = tuple(float(k[i]) for k in [objective.key(costs), *objective.tie_keys(costs)])
             if best_key is None or cand_key < best_key:
