@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from tileplan import arch as arch_mod
 from tileplan.arch.overrides import apply_overrides
@@ -33,7 +34,7 @@ from tileplan.report.correlation import Correlation
 from tileplan.search import STRATEGIES
 from tileplan.search import run as run_strategy
 from tileplan.search.exhaustive import SplitSearch, merge_split_searches, search_splits
-from tileplan.search.objective import Objective
+from tileplan.search.objective import DramModel, Objective
 from tileplan.search.result import SearchResult
 from tileplan.search.shared import SharedBest, shared_values
 from tileplan.search.space import split_options
@@ -140,15 +141,21 @@ def evaluate(layer: Layer, arch: str | Path | Arch, mapping: Mapping, *,
 
 
 def plan_layer(layer: Layer, arch: Arch, *, strategy: str = "exhaustive", objective: str | Objective = "latency",
-               budget: int = 20_000, seed: int = 0) -> LayerPlan:
-    """Search one layer (precision must be set, or the accelerator's default is used)."""
+               budget: int = 20_000, seed: int = 0, dram_model: str = "burst",
+               options: dict[str, Any] | None = None) -> LayerPlan:
+    """Search one layer (precision must be set, or the accelerator's default is used).
+
+    ``dram_model`` is the DRAM time the search minimises (``burst`` or ``volume``; the plan is always
+    costed with the full burst model); ``options`` go to the strategy (e.g. TSO's ``fix_partition``).
+    """
     obj = Objective(objective)
     layer = layer.with_precision(_precision(arch, None))
     trivial = _trivial_plan(layer, arch, strategy)
     if trivial is not None:
         return trivial
     problem = Problem(layer, arch)
-    return _layer_plan(layer, arch, run_strategy(strategy, problem, obj, budget=budget, seed=seed))
+    return _layer_plan(layer, arch, run_strategy(strategy, problem, obj, dram_model=dram_model, budget=budget,
+                                                 seed=seed, **(options or {})))
 
 
 def _trivial_plan(layer: Layer, arch: Arch, strategy: str) -> LayerPlan | None:
@@ -191,19 +198,22 @@ def streaming_copy(layer: Layer, arch: Arch) -> LayerCost:
 #: in parallel (when there is more than one job), sharing the best value found so far.
 SPLIT_PARTS_MIN_SPLITS = 8
 
-_Item = tuple[Layer, Arch, str, Objective, int, int, tuple[int, int] | None, SharedBest | None]
+_Item = tuple[Layer, Arch, str, Objective, int, int, str, dict[str, Any] | None, tuple[int, int] | None,
+              SharedBest | None]
 
 
 def _plan_one(args: _Item) -> LayerPlan | SplitSearch:
-    layer, arch, strategy, obj, budget, seed, part, shared = args
+    layer, arch, strategy, obj, budget, seed, dram_model, options, part, shared = args
     if part is None:
-        return plan_layer(layer, arch, strategy=strategy, objective=obj, budget=budget, seed=seed)
+        return plan_layer(layer, arch, strategy=strategy, objective=obj, budget=budget, seed=seed,
+                          dram_model=dram_model, options=options)
     return search_splits(Problem(layer, arch), obj, part=part, shared=shared)
 
 
-def _parts(layer: Layer, arch: Arch, strategy: str, workers: int) -> int:
+def _parts(layer: Layer, arch: Arch, strategy: str, workers: int, dram_model: str) -> int:
     """Into how many parallel parts a layer's search is cut (1: searched whole)."""
-    if workers <= 1 or strategy != "exhaustive" or _trivial_plan(layer, arch, strategy) is not None:
+    if workers <= 1 or strategy != "exhaustive" or DramModel.parse(dram_model) is not DramModel.BURST or \
+            _trivial_plan(layer, arch, strategy) is not None:
         return 1
     return workers if len(split_options(Problem(layer, arch))) >= SPLIT_PARTS_MIN_SPLITS else 1
 
@@ -211,7 +221,8 @@ def _parts(layer: Layer, arch: Arch, strategy: str, workers: int) -> int:
 def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: str = "exhaustive",
          objective: str | Objective = "latency", batch: int = 1, precision_bytes: int | None = None,
          budget: int = 20_000, seed: int = 0, cache: bool = True, jobs: int | None = None,
-         progress: Progress | None = None) -> NetworkPlan:
+         progress: Progress | None = None, dram_model: str = "burst",
+         options: dict[str, Any] | None = None) -> NetworkPlan:
     """Plan every layer of ``network`` on ``arch``.
 
     Layers with identical planning parameters are searched once (e-PlaNNer's schedule caching,
@@ -230,10 +241,11 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
             todo.append(layer)
     workers = max(1, jobs or os.cpu_count() or 1)
     results: dict[str, LayerPlan] = {}
+    DramModel.parse(dram_model)  # fail before any search
     if progress:
         progress(0, len(todo), todo[0].name)
     try:
-        parts = [_parts(layer, a, strategy, workers) for layer in todo]
+        parts = [_parts(layer, a, strategy, workers, dram_model) for layer in todo]
         with shared_values(len(todo)) as path:
             # Big layers first, each as ``parts`` items: their parts then run side by side.
             args: list[_Item] = []
@@ -242,7 +254,7 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                 for k in range(parts[li]):
                     part = (k, parts[li]) if parts[li] > 1 else None
                     shared = SharedBest(path, li) if part else None
-                    args.append((todo[li], a, strategy, obj, budget, seed, part, shared))
+                    args.append((todo[li], a, strategy, obj, budget, seed, dram_model, options, part, shared))
                     owner_of.append(li)
             found: dict[int, list[SplitSearch]] = {}
             for i, res in run_parallel(_plan_one, args, jobs=min(workers, len(args))):
@@ -268,7 +280,20 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                                  ref.io_bound_bytes, ref.strategy, 0, ref.space_size, 0.0,
                                  cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
-                       {"batch": batch, "precision_bytes": precision_bytes or a.precision_bytes})
+                       {"batch": batch, "precision_bytes": precision_bytes or a.precision_bytes,
+                        "dram_model": dram_model, **(options or {})})
+
+
+def strategy_options(*, fix_partition: str | None = None, fix_schedule: str | None = None) -> dict[str, Any]:
+    """Validated strategy options (TSO's fixed baselines); raises ``TileplanError`` on a bad name."""
+    from tileplan.search.tso import parse_partition, parse_schedule
+
+    out: dict[str, Any] = {}
+    if fix_partition:
+        out["fix_partition"] = parse_partition(fix_partition).value
+    if fix_schedule:
+        out["fix_schedule"] = parse_schedule(fix_schedule).value
+    return out
 
 
 def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, objective: str | Objective = "latency",
