@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from tileplan import arch as arch_mod
@@ -22,6 +21,7 @@ from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, OPERANDS, Dim, Operand
 from tileplan.errors import MappingError, WorkloadError
 from tileplan.mapping import Mapping
+from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
 from tileplan.search import run as run_strategy
 from tileplan.search.objective import Objective
@@ -193,18 +193,10 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
     if progress:
         progress(0, len(todo), todo[0].name)
     try:
-        if workers == 1:
-            for i, item in enumerate(args):
-                results[item[0].name] = _plan_one(item)
-                if progress:
-                    progress(i + 1, len(todo), item[0].name)
-        else:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                futures = {pool.submit(_plan_one, item): item[0].name for item in args}
-                for i, fut in enumerate(as_completed(futures)):
-                    results[futures[fut]] = fut.result()
-                    if progress:
-                        progress(i + 1, len(todo), futures[fut])
+        for done, (i, res) in enumerate(run_parallel(_plan_one, args, jobs=workers), start=1):
+            results[todo[i].name] = res
+            if progress:
+                progress(done, len(todo), todo[i].name)
     except WorkloadError as err:
         raise WorkloadError(f"network {net.name!r}: {err}") from None
     out: list[LayerPlan] = []

@@ -3,7 +3,13 @@ errors become one line on stderr and a non-zero exit. One module per command gro
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+from collections.abc import Sequence
+from types import FrameType
+
+from rich.text import Text
 
 from tileplan.cli import (  # noqa: F401  (importing a command module registers its commands)
     bench_cmd,
@@ -12,19 +18,51 @@ from tileplan.cli import (  # noqa: F401  (importing a command module registers 
     plan_cmd,
     program_cmd,
 )
-from tileplan.cli.app import app, err
-from tileplan.errors import TileplanError
+from tileplan.cli.app import app, err, out
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "run"]
+
+
+def _one_line(message: str) -> None:
+    err.print(Text.assemble(("error:", "bold red"), " ", " ".join(message.split())), highlight=False,
+              soft_wrap=True)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run the command line (``argv`` without the program name; default ``sys.argv[1:]``) and return
+    its exit code. Usage errors and unexpected failures are one line on stderr, never a traceback
+    (set ``TILEPLAN_DEBUG=1`` to see the traceback of an unexpected failure)."""
+    try:
+        code = app(args=list(argv) if argv is not None else None, prog_name="tileplan", standalone_mode=False)
+    except Exception as exc:
+        usage = getattr(exc, "format_message", None)
+        if usage is not None and hasattr(exc, "exit_code"):  # click's usage errors (bad option or value)
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                out.print(usage(), highlight=False, markup=False)
+                return 0
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+            _one_line(f"{usage()}{hint}")
+            return int(exc.exit_code)
+        if os.environ.get("TILEPLAN_DEBUG"):
+            raise
+        _one_line(f"internal error {type(exc).__name__}: {exc} (please report it; TILEPLAN_DEBUG=1 shows the "
+                  f"traceback)")
+        return 1
+    return code if isinstance(code, int) else 0
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    """First Ctrl-C: stop the work (``KeyboardInterrupt``); later ones are ignored so they cannot
+    break the clean-up."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
 
 
 def main() -> None:
     """Console entry point."""
-    try:
-        app()
-    except TileplanError as exc:  # pragma: no cover - commands guard themselves
-        err.print(f"error: {exc}")
-        sys.exit(2)
+    signal.signal(signal.SIGINT, _on_sigint)
+    sys.exit(run())
 
 
 if __name__ == "__main__":

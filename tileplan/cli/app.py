@@ -4,13 +4,16 @@ progress bars. Each command group lives in its own module of this package."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from tileplan.errors import TileplanError
 
@@ -31,19 +34,28 @@ ARCH_HELP = "Preset name (see `tileplan arch list`), YAML file, or e-PlaNNer JSO
 MODEL_HELP = "Zoo network name (see `tileplan zoo list`) or an .onnx file."
 
 
-def _fail(message: str) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+def _fail(message: str) -> NoReturn:
+    """Print ``error: message`` as one line (never interpreted as rich markup) and exit with 2."""
+    err.print(Text.assemble(("error:", "bold red"), " ", message.replace("\n", "; ")), highlight=False,
+              soft_wrap=True)
     raise typer.Exit(code=2)
+
+
+def _interrupted() -> NoReturn:
+    """Ctrl-C: the work has been stopped (workers ended, nothing written); say so and exit with 130."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break the way out
+    err.print("interrupted", highlight=False)
+    raise typer.Exit(code=130)
 
 
 def _guard(fn: Callable[[], Any]) -> Any:
     try:
         return fn()
     except TileplanError as exc:
-        _fail(str(exc).replace("\n", "; "))
+        _fail(str(exc))
     except KeyboardInterrupt:
-        _fail("interrupted")
-    return None
+        _interrupted()
 
 
 def _progress() -> Progress:

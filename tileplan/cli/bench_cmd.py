@@ -20,9 +20,11 @@ def bench(
 ) -> None:
     """Time planning of networks on presets: wall time, candidates, candidates/s, peak memory."""
     from tileplan.bench import bench_table, model_rate, run_bench
-    from tileplan.report.files import write_text_atomic
+    from tileplan.report.files import check_output_file, write_text_atomic
 
     def work() -> None:
+        if json_path is not None:
+            check_output_file(json_path)
         rows = run_bench(networks.split(","), archs.split(","), strategy=strategy, objective=objective,
                          log=lambda msg: err.print(msg, highlight=False))
         out.print(bench_table(rows))

@@ -21,6 +21,7 @@ def experiment(
     """Run a paper's experiments: our numbers next to the paper's, every difference over 10 % explained."""
     from tileplan import experiments
     from tileplan.experiments.common import write_result
+    from tileplan.report.files import check_output_folder
 
     def work() -> None:
         if name == "list":
@@ -31,8 +32,7 @@ def experiment(
             raise TileplanError(f"unknown experiment {name!r}; choose one of: "
                                 f"{', '.join(experiments.names()) or 'none yet'}")
         folder = output if output is not None else Path("results") / name
-        if folder.exists() and not folder.is_dir():
-            raise TileplanError(f"cannot write results into {folder}: it is a file, not a folder")
+        check_output_folder(folder)
         with err.status(f"experiment {name}", spinner="dots") as status:
             result = experiments.run(name, quick=quick, jobs=jobs,
                                      log=lambda msg: status.update(f"experiment {name}: {msg}"))

@@ -68,9 +68,11 @@ def zoo_export(name: str = typer.Argument(..., help="Zoo network name."),
                path: Path = typer.Argument(..., help="Output .onnx file."),
                batch: int = typer.Option(1, "--batch", "-b", min=1)) -> None:
     """Write a zoo network as an ONNX graph (zero weights; onnx.checker passes)."""
+    from tileplan.report.files import check_output_file
     from tileplan.workload.onnx_export import export_onnx
 
     def work() -> None:
+        check_output_file(path)
         export_onnx(api.load_network(name, batch=batch), path)
         out.print(f"wrote {path}")
 

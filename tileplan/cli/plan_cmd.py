@@ -30,15 +30,15 @@ def plan(
     csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer."),
 ) -> None:
     """Find the best mapping of every layer of MODEL and print a per-layer table with totals."""
-    from tileplan.report.files import write_text_atomic
+    from tileplan.report.files import check_output_file, write_text_atomic
     from tileplan.report.tables import plan_csv, plan_table
 
     def work() -> None:
         if objective not in ("latency", "energy", "edp", "dram"):
             raise TileplanError(f"unknown objective {objective!r}; choose latency, energy, edp or dram")
         for target in (json_path, csv_path):  # fail before a long search, not after it
-            if target is not None and not target.resolve().parent.is_dir():
-                raise TileplanError(f"cannot write {target}: folder {target.parent} does not exist")
+            if target is not None:
+                check_output_file(target)
         network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")

@@ -33,7 +33,7 @@ def _plan_for(model: str, arch: str, strategy: str, objective: str, layer: str |
 def emit(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
-    layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer (then -o is a file)."),
+    layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer (then --output is a file)."),
     target: str = typer.Option("ir", "--target", "-t", help="ir (e-PlaNNer text) | c (C99 program)"),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
     objective: str = typer.Option("latency", "--objective", "-o"),
@@ -41,14 +41,22 @@ def emit(
 ) -> None:
     """Write the execution program of the planned mapping of one layer or of every layer."""
     from tileplan.program import generate_program, write_c, write_ir
+    from tileplan.report.files import check_output_file, check_output_folder, make_output_folder
 
     def work() -> None:
         if target not in ("ir", "c"):
             raise TileplanError(f"unknown target {target!r}; choose ir or c")
+        if layer is not None:  # checked before the search; an existing file is replaced
+            check_output_file(output)
+        elif output.exists() and not output.is_dir():
+            raise TileplanError(f"cannot write the programs of every layer into {output}: it is a file, not a "
+                                f"folder (give a folder, or --layer NAME to write one program to a file)")
+        else:
+            check_output_folder(output)
         network, a, result = _plan_for(model, arch, strategy, objective, layer)
         write = write_ir if target == "ir" else write_c
         if layer is None:
-            output.mkdir(parents=True, exist_ok=True)
+            make_output_folder(output)
         written = 0
         for lp in result.layers:
             if lp.mapping is None:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from tileplan.program.cgen import emit_c
 from tileplan.program.errors import ProgramError
 from tileplan.program.ir import Program
 from tileplan.program.irtext import emit_ir, parse_ir
+from tileplan.report.files import write_text_atomic
 
 
 def read_ir(path: str | Path) -> Program:
@@ -24,24 +23,11 @@ def read_ir(path: str | Path) -> Program:
         raise ProgramError(err.detail, line=err.line, source=str(path)) from None
 
 
-def _write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` and rename it (never half-written)."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_ir(program: Program, path: str | Path) -> None:
-    """Write ``program`` as IR text to ``path`` (atomically)."""
-    _write_atomic(path, emit_ir(program))
+    """Write ``program`` as IR text to ``path`` (whole or not at all, with the user's umask)."""
+    write_text_atomic(path, emit_ir(program))
 
 
 def write_c(program: Program, path: str | Path) -> None:
-    """Write ``program`` as a C99 source to ``path`` (atomically)."""
-    _write_atomic(path, emit_c(program))
+    """Write ``program`` as a C99 source to ``path`` (whole or not at all, with the user's umask)."""
+    write_text_atomic(path, emit_c(program))

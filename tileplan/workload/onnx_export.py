@@ -11,14 +11,13 @@ them back as the same data move.
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import onnx
 from onnx import TensorProto, helper
 
 from tileplan.errors import WorkloadError
+from tileplan.report.files import write_bytes_atomic
 from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.network import Network
 
@@ -33,15 +32,7 @@ INPUT = "input"
 def export_onnx(network: Network, path: str | os.PathLike[str]) -> None:
     """Write ``network`` to ``path`` as a checked ONNX model (written to a temp file, then renamed)."""
     model = to_onnx(network)
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
-    os.close(fd)
-    try:
-        onnx.save(model, tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_bytes_atomic(os.fspath(path), model.SerializeToString())
 
 
 def to_onnx(network: Network) -> onnx.ModelProto:

@@ -1,0 +1,69 @@
+"""Run a function over items in worker processes, and stop at once when interrupted.
+
+Workers ignore SIGINT: a Ctrl-C sent to the whole process group reaches only the parent, which then
+cancels every queued item, terminates the workers and re-raises ``KeyboardInterrupt`` (the CLI
+prints "interrupted" and exits with 130). The same clean-up runs when an item fails or the
+consumer stops iterating, so no worker outlives the call. A second Ctrl-C during the clean-up is
+ignored, so it cannot leave the process half torn down.
+
+>>> sorted(run_parallel(abs, [-3, 2, -1], jobs=1))
+[(0, 3), (1, 2), (2, 1)]
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+__all__ = ["run_parallel"]
+
+
+def _ignore_sigint() -> None:
+    """Worker initializer: Ctrl-C is the parent's business."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def run_parallel(fn: Callable[[T], R], items: Sequence[T], *, jobs: int) -> Iterator[tuple[int, R]]:
+    """Yield ``(index, fn(items[index]))`` as items finish, over ``jobs`` processes (in this process
+    when ``jobs`` is 1 or there is at most one item). ``fn`` and the items must be picklable."""
+    if jobs <= 1 or len(items) <= 1:
+        for i, item in enumerate(items):
+            yield i, fn(item)
+        return
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(items)), initializer=_ignore_sigint)
+    futures: dict[Future[R], int] = {}
+    try:
+        futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
+        for fut in as_completed(futures):
+            yield futures[fut], fut.result()
+    except BaseException:
+        _stop(pool, futures)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _stop(pool: ProcessPoolExecutor, futures: dict[Future[R], int]) -> None:
+    """Cancel what is queued and end the workers now (they may be in the middle of a long search)."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        for fut in futures:
+            fut.cancel()
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        for proc in processes:
+            proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in processes:
+            proc.join(timeout=2)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=1)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
