@@ -32,6 +32,15 @@ def _group(pgid: int) -> list[int]:
     return pids
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _interrupt(tmp_path: Path, signals: int, jobs: int) -> tuple[subprocess.CompletedProcess[str], float, list[int]]:
     cmd = [str(TILEPLAN), "plan", "vgg16", "--arch", "nmp", "--json", "out.json", "--jobs", str(jobs)]
     proc = subprocess.Popen(cmd, cwd=tmp_path, start_new_session=True, stdout=subprocess.PIPE,
@@ -42,7 +51,10 @@ def _interrupt(tmp_path: Path, signals: int, jobs: int) -> tuple[subprocess.Comp
         while len(_group(proc.pid)) < 1 + (jobs if jobs > 1 else 0) and time.monotonic() < deadline:
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.05)
-        time.sleep(1.0)
+        # ... and past its imports (seconds of wall time on a loaded machine): wait for CPU time.
+        while _cpu_seconds(proc.pid) < 1.5 and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
         assert proc.poll() is None, "the plan finished before it could be interrupted"
         start = time.monotonic()
         for _ in range(signals):

@@ -34,6 +34,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     (set ``TILEPLAN_DEBUG=1`` to see the traceback of an unexpected failure)."""
     try:
         code = app(args=list(argv) if argv is not None else None, prog_name="tileplan", standalone_mode=False)
+    except KeyboardInterrupt:  # outside a command's guard (e.g. still importing under load)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        err.print("interrupted", highlight=False)
+        return 130
     except Exception as exc:
         usage = getattr(exc, "format_message", None)
         if usage is not None and hasattr(exc, "exit_code"):  # click's usage errors (bad option or value)
