@@ -10,34 +10,39 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tileplan import arch as arch_mod
+from tileplan.arch.overrides import apply_overrides
 from tileplan.arch.spec import Arch, AxisMode
+from tileplan.compare import Comparison
 from tileplan.cost.bounds import compulsory_bytes, io_lower_bound_bytes
 from tileplan.cost.levels import evaluate_mappings, level_errors
 from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, OPERANDS, Dim, Operand
-from tileplan.errors import MappingError, WorkloadError
+from tileplan.errors import MappingError, TileplanError, WorkloadError
 from tileplan.mapping import Mapping
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
+from tileplan.search import STRATEGIES
 from tileplan.search import run as run_strategy
 from tileplan.search.objective import Objective
 from tileplan.workload import zoo
 from tileplan.workload.layer import Layer, OpKind, Precision
 from tileplan.workload.network import Network
 
-__all__ = ["Mapping", "evaluate", "load_arch", "load_network", "plan", "plan_layer"]
+__all__ = ["Mapping", "compare", "evaluate", "load_arch", "load_network", "plan", "plan_layer"]
 
 #: progress(done, total, label) is called as layers are planned.
 Progress = Callable[[int, int, str], None]
 
 
-def load_arch(spec: str | Path | Arch) -> Arch:
-    """An accelerator from an ``Arch``, a preset name, a YAML file or an e-PlaNNer JSON file."""
-    return spec if isinstance(spec, Arch) else arch_mod.load(spec)
+def load_arch(spec: str | Path | Arch, overrides: Sequence[str] = ()) -> Arch:
+    """An accelerator from an ``Arch``, a preset name, a YAML file or an e-PlaNNer JSON file, with
+    ``overrides`` (``"dram.bandwidth_bytes_per_s=8e9"``, see :mod:`tileplan.arch.overrides`) applied."""
+    arch = spec if isinstance(spec, Arch) else arch_mod.load(spec)
+    return apply_overrides(arch, overrides) if overrides else arch
 
 
 def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported: bool = False) -> Network:
@@ -211,6 +216,23 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                                  cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
                        {"batch": batch, "precision_bytes": precision_bytes or a.precision_bytes})
+
+
+def compare(network: str | Path | Network, arch: str | Path | Arch, strategies: Sequence[str], *,
+            objective: str | Objective = "latency", batch: int = 1, budget: int = 20_000, seed: int = 0,
+            jobs: int | None = None, progress: Progress | None = None) -> Comparison:
+    """Plan ``network`` once per strategy (same accelerator, objective, budget and seed) and rank them
+    per layer and in total (:class:`tileplan.compare.Comparison`)."""
+    if not strategies:
+        raise TileplanError("compare needs at least one strategy")
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if unknown:
+        raise TileplanError(f"unknown strategy {unknown[0]!r}; choose from {', '.join(STRATEGIES)}")
+    a = load_arch(arch)
+    net = load_network(network, batch=batch)
+    plans = tuple(plan(net, a, strategy=s, objective=objective, batch=batch, budget=budget, seed=seed, jobs=jobs,
+                       progress=progress) for s in dict.fromkeys(strategies))
+    return Comparison.from_plans(plans)
 
 
 def operand_names() -> list[str]:

@@ -32,6 +32,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 ARCH_HELP = "Preset name (see `tileplan arch list`), YAML file, or e-PlaNNer JSON file."
 MODEL_HELP = "Zoo network name (see `tileplan zoo list`) or an .onnx file."
+SET_HELP = ("Change one field of the machine, PATH=VALUE (repeatable): dram.bandwidth_bytes_per_s=8e9, "
+            "memories.input.size_bytes=16KiB, pe_array.axes.rows.size=8.")
 
 
 def _fail(message: str) -> NoReturn:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, _guard, arch_app, out, zoo_app
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, arch_app, out, zoo_app
 
 
 @arch_app.command("list")
@@ -22,14 +22,19 @@ def arch_list() -> None:
 
 @arch_app.command("show")
 def arch_show(name: str = typer.Argument(..., help=ARCH_HELP),
+              sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
               yaml_out: bool = typer.Option(False, "--yaml", help="Print the YAML description.")) -> None:
-    """Show one accelerator."""
+    """Show one accelerator (with --set: as changed by the overrides)."""
     from tileplan.arch.load import preset_names, preset_path
     from tileplan.report.tables import arch_table
 
     def work() -> None:
-        a = api.load_arch(name)
-        if yaml_out:
+        a = api.load_arch(name, sets or ())
+        if yaml_out and sets:
+            import yaml
+
+            out.print(yaml.safe_dump(a.model_dump(mode="json"), sort_keys=False), highlight=False, markup=False)
+        elif yaml_out:
             source = preset_path(name) if name in preset_names() else Path(name)
             out.print(source.read_text(), highlight=False, markup=False)
         else:

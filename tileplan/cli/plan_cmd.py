@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, _guard, _progress, app, out
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
 from tileplan.errors import TileplanError
 
 
@@ -16,6 +16,7 @@ from tileplan.errors import TileplanError
 def plan(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
+    sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram"),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s", help="exhaustive | random"),
     batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
@@ -39,6 +40,7 @@ def plan(
         for target in (json_path, csv_path):  # fail before a long search, not after it
             if target is not None:
                 check_output_file(target)
+        machine = api.load_arch(arch, sets or ())
         network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
@@ -46,7 +48,7 @@ def plan(
             def tick(done: int, total: int, label: str) -> None:
                 bar.update(task, completed=done, total=total, label=label)
 
-            result = api.plan(network, arch, strategy=strategy, objective=objective, budget=budget, seed=seed,
+            result = api.plan(network, machine, strategy=strategy, objective=objective, budget=budget, seed=seed,
                               cache=not no_cache, jobs=jobs, progress=tick)
         out.print(plan_table(result, network, show_cached=all_layers))
         cached = len(result.layers) - result.searched_layers
@@ -66,6 +68,7 @@ def plan(
 def eval_cmd(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
+    sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     layer: str = typer.Option(..., "--layer", "-l", help="Layer name (see `tileplan zoo show MODEL`)."),
     mapping: Path = typer.Option(..., "--mapping", "-m", help="Mapping JSON (as written by `plan --json`)."),
     json_out: bool = typer.Option(False, "--json", help="Print the cost breakdown as JSON."),
@@ -76,6 +79,7 @@ def eval_cmd(
     from tileplan.mapping import Mapping
 
     def work() -> None:
+        machine = api.load_arch(arch, sets or ())
         network = api.load_network(model)
         target = network[layer]
         try:
@@ -93,7 +97,7 @@ def eval_cmd(
             m = Mapping.from_dict(match[0]["mapping"], dims=target.dims)
         else:
             m = Mapping.from_json(text, dims=target.dims)
-        cost = api.evaluate(target, arch, m)
+        cost = api.evaluate(target, machine, m)
         if json_out:
             out.print_json(json.dumps(asdict(cost)))
             return

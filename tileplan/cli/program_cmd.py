@@ -8,14 +8,15 @@ from typing import Any
 import typer
 
 from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, _guard, _progress, app, out
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
 from tileplan.errors import TileplanError
 
 
-def _plan_for(model: str, arch: str, strategy: str, objective: str, layer: str | None) -> tuple[Any, Any, Any]:
-    """Plan MODEL (or only LAYER of it) and return (network, arch, plan)."""
+def _plan_for(model: str, arch: str, sets: list[str] | None, strategy: str, objective: str,
+              layer: str | None) -> tuple[Any, Any, Any]:
+    """Plan MODEL (or only LAYER of it) on ARCH changed by SETS and return (network, arch, plan)."""
     network = api.load_network(model)
-    a = api.load_arch(arch)
+    a = api.load_arch(arch, sets or ())
     if layer is not None:
         from dataclasses import replace
 
@@ -33,6 +34,7 @@ def _plan_for(model: str, arch: str, strategy: str, objective: str, layer: str |
 def emit(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
+    sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer (then --output is a file)."),
     target: str = typer.Option("ir", "--target", "-t", help="ir (e-PlaNNer text) | c (C99 program)"),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
@@ -53,7 +55,7 @@ def emit(
                                 f"folder (give a folder, or --layer NAME to write one program to a file)")
         else:
             check_output_folder(output)
-        network, a, result = _plan_for(model, arch, strategy, objective, layer)
+        network, a, result = _plan_for(model, arch, sets, strategy, objective, layer)
         write = write_ir if target == "ir" else write_c
         if layer is None:
             make_output_folder(output)
@@ -80,6 +82,7 @@ def _prec(a: Any) -> Any:
 def verify(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
+    sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer."),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
     objective: str = typer.Option("latency", "--objective", "-o"),
@@ -92,7 +95,7 @@ def verify(
     from tileplan.program import verify_layer
 
     def work() -> None:
-        network, a, result = _plan_for(model, arch, strategy, objective, layer)
+        network, a, result = _plan_for(model, arch, sets, strategy, objective, layer)
         todo = [lp for lp in result.layers if lp.mapping is not None and lp.cached_from is None]
         table = Table(title=f"verify {network.name} on {a.name}")
         for c in ("layer", "bytes predicted", "bytes counted", "bursts predicted", "bursts counted",

@@ -11,6 +11,7 @@ from dataclasses import asdict
 from rich.table import Table
 
 from tileplan.arch.spec import Arch
+from tileplan.compare import Comparison
 from tileplan.dims import DIMS, Dim
 from tileplan.mapping import Mapping, balanced_parts
 from tileplan.plan import LayerPlan, NetworkPlan
@@ -163,4 +164,26 @@ def network_table(network: Network, rows: Sequence[MappingABC[str, object]]) -> 
               for k in keys if isinstance(rows[0][k], int) and k != "groups"}
     for col, k in zip(t.columns, keys, strict=True):
         col.footer = f"{totals[k]:,}" if k in totals else ("total" if k == keys[0] else "")
+    return t
+
+
+def comparison_table(comparison: Comparison, *, show_all: bool = False) -> Table:
+    """``tileplan compare``: per layer, one row per strategy, then the network totals; ``x best`` is the
+    strategy's objective over the best strategy's on that layer. Layers that move no data are left out
+    unless ``show_all``."""
+    t = Table(title=f"{comparison.network} on {comparison.arch}: strategies compared, objective "
+                    f"{comparison.objective}", header_style="bold")
+    for c in ("layer", "strategy", "cycles", "DRAM KB", "bursts", "energy uJ", "x best"):
+        t.add_column(c, justify="left" if c in ("layer", "strategy") else "right")
+    k = len(comparison.strategies)
+    rows = comparison.rows
+    for start in range(0, len(rows), k):
+        group = rows[start:start + k]
+        if not show_all and not group[0].is_total and all(r.dram_bytes == 0 and r.latency_cycles == 0 for r in group):
+            continue
+        for j, r in enumerate(group):
+            best = r.ratio == 1.0
+            t.add_row(r.layer if j == 0 else "", r.strategy, si(r.latency_cycles), kb(r.dram_bytes), si(r.bursts),
+                      f"{r.energy_pj / 1e6:,.2f}", f"[green]{r.ratio:.3f}[/]" if best else f"{r.ratio:.3f}",
+                      end_section=j == k - 1, style="bold" if r.is_total else None)
     return t

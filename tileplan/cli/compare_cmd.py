@@ -1,0 +1,58 @@
+"""`tileplan compare`: several strategies on one network and machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from tileplan import api
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
+from tileplan.errors import TileplanError
+
+
+@app.command()
+def compare(
+    model: str = typer.Argument(..., help=MODEL_HELP),
+    arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
+    sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
+    strategies: str = typer.Option("exhaustive,random", "--strategies", "-s",
+                                   help="Comma-separated strategies (see `tileplan plan --help`)."),
+    objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram"),
+    batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
+    budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
+    seed: int = typer.Option(0, help="Seed for sampling strategies."),
+    all_layers: bool = typer.Option(False, "--all", help="Also list layers that move no data."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
+    json_path: Path | None = typer.Option(None, "--json", help="Write the comparison as JSON."),
+    csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer and strategy."),
+) -> None:
+    """Plan MODEL with each strategy and print, per layer and in total, latency, DRAM bytes, bursts,
+    energy and each strategy's objective relative to the best."""
+    from tileplan.report.files import check_output_file, write_text_atomic
+    from tileplan.report.tables import comparison_table
+
+    def work() -> None:
+        if objective not in ("latency", "energy", "edp", "dram"):
+            raise TileplanError(f"unknown objective {objective!r}; choose latency, energy, edp or dram")
+        for target in (json_path, csv_path):
+            if target is not None:
+                check_output_file(target)
+        names = [s.strip() for s in strategies.split(",") if s.strip()]
+        machine = api.load_arch(arch, sets or ())
+        network = api.load_network(model, batch=batch)
+        with _progress() as bar:
+            task = bar.add_task("planning", total=None, label="")
+            result = api.compare(network, machine, names, objective=objective, batch=batch, budget=budget, seed=seed,
+                                 jobs=jobs, progress=lambda d, t, lab: bar.update(task, completed=d, total=t,
+                                                                                   label=lab))
+        out.print(comparison_table(result, show_all=all_layers))
+        tot = {r.strategy: r for r in result.totals()}
+        out.print(f"best in total: {result.best()}; " + ", ".join(
+            f"{s} {tot[s].ratio:.3f}x" for s in result.strategies), highlight=False)
+        if json_path:
+            write_text_atomic(json_path, result.to_json())
+        if csv_path:
+            write_text_atomic(csv_path, result.to_csv())
+
+    _guard(work)
