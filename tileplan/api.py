@@ -34,6 +34,9 @@ from tileplan.workload.network import Network
 
 __all__ = ["Mapping", "compare", "evaluate", "load_arch", "load_network", "plan", "plan_layer"]
 
+#: Names of the objectives a search can minimise (``search.objective.Objective``).
+OBJECTIVES: tuple[str, ...] = tuple(o.value for o in Objective)
+
 #: progress(done, total, label) is called as layers are planned.
 Progress = Callable[[int, int, str], None]
 

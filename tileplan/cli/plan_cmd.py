@@ -17,8 +17,9 @@ def plan(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
-    objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram"),
-    strategy: str = typer.Option("exhaustive", "--strategy", "-s", help="exhaustive | random"),
+    objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram | perf-per-byte"),
+    strategy: str = typer.Option("exhaustive", "--strategy", "-s",
+                                 help="exhaustive | random | eplanner | zhang | ma | smartshuttle-rules"),
     batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
     budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
     seed: int = typer.Option(0, help="Seed for sampling strategies."),
@@ -35,8 +36,8 @@ def plan(
     from tileplan.report.tables import plan_csv, plan_table
 
     def work() -> None:
-        if objective not in ("latency", "energy", "edp", "dram"):
-            raise TileplanError(f"unknown objective {objective!r}; choose latency, energy, edp or dram")
+        if objective not in api.OBJECTIVES:
+            raise TileplanError(f"unknown objective {objective!r}; choose {', '.join(api.OBJECTIVES)}")
         for target in (json_path, csv_path):  # fail before a long search, not after it
             if target is not None:
                 check_output_file(target)

@@ -8,6 +8,8 @@ from typing import Any
 
 from tileplan.cost.problem import Problem
 from tileplan.errors import TileplanError
+from tileplan.search.baselines import ma, smartshuttle_rules, zhang
+from tileplan.search.eplanner import eplanner
 from tileplan.search.exhaustive import exhaustive
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.random_search import random_search
@@ -18,6 +20,10 @@ Strategy = Callable[..., SearchResult]
 STRATEGIES: dict[str, Strategy] = {
     "exhaustive": exhaustive,
     "random": random_search,
+    "eplanner": eplanner,
+    "zhang": zhang,
+    "ma": ma,
+    "smartshuttle-rules": smartshuttle_rules,
 }
 
 

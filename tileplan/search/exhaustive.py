@@ -46,8 +46,7 @@ def split_lower_bound(problem: Problem, grid: CoreGrid, objective: Objective) ->
     latency = max(compute, dram_cycles) if arch.overlap else compute + dram_cycles
     energy = problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
         dram * arch.dram.energy_pj_per_byte
-    return {Objective.LATENCY: latency, Objective.ENERGY: energy, Objective.EDP: energy * latency,
-            Objective.DRAM: dram}[objective]
+    return float(objective.combine(latency, energy, dram))
 
 
 def split_tight_bound(problem: Problem, grid: CoreGrid, objective: Objective, orders: np.ndarray) -> float:
@@ -72,8 +71,7 @@ def split_tight_bound(problem: Problem, grid: CoreGrid, objective: Objective, or
     latency = max(compute, dram_cycles) if arch.overlap else compute + dram_cycles
     energy = problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
         dram * arch.dram.energy_pj_per_byte
-    return {Objective.LATENCY: latency, Objective.ENERGY: energy, Objective.EDP: energy * latency,
-            Objective.DRAM: dram}[objective]
+    return float(objective.combine(latency, energy, dram))
 
 
 def _compulsory_elems(problem: Problem, offset: tuple[int, ...], length: tuple[int, ...], op: Operand) -> int:

@@ -10,12 +10,16 @@ from tileplan.cost.batch import CostBatch
 
 
 class Objective(StrEnum):
-    """Quantity to minimise: latency (cycles), energy (pJ), energy-delay product, or DRAM bytes."""
+    """Quantity to minimise: latency (cycles), energy (pJ), energy-delay product, DRAM bytes, or
+    ``perf-per-byte``: e-PlaNNer's metric (thesis Eq. 6.13, estimated performance / off-chip bytes,
+    maximised) as the equivalent key to minimise, latency (cycles) x DRAM bytes (performance is
+    MACs / latency, the roofline minimum of Eq. 6.12)."""
 
     LATENCY = "latency"
     ENERGY = "energy"
     EDP = "edp"
     DRAM = "dram"
+    PERF_PER_BYTE = "perf-per-byte"
 
     def key(self, costs: CostBatch) -> np.ndarray:
         """Per-candidate value to minimise (``inf`` for infeasible candidates)."""
@@ -25,9 +29,28 @@ class Objective(StrEnum):
             value = costs.energy_pj
         elif self is Objective.EDP:
             value = costs.edp
-        else:
+        elif self is Objective.DRAM:
             value = costs.dram_bytes
+        else:
+            value = costs.latency_cycles * costs.dram_bytes
         return np.where(costs.feasible, value, np.inf)
+
+    def combine(self, latency_cycles: float | np.ndarray, energy_pj: float | np.ndarray,
+                dram_bytes: float | np.ndarray) -> float | np.ndarray:
+        """The objective's value from its three ingredients (used by bounds, which have no CostBatch).
+
+        >>> Objective.PERF_PER_BYTE.combine(10.0, 0.0, 3.0)
+        30.0
+        """
+        if self is Objective.LATENCY:
+            return latency_cycles
+        if self is Objective.ENERGY:
+            return energy_pj
+        if self is Objective.EDP:
+            return energy_pj * latency_cycles
+        if self is Objective.DRAM:
+            return dram_bytes
+        return latency_cycles * dram_bytes
 
     def tie_keys(self, costs: CostBatch) -> list[np.ndarray]:
         """Keys after the objective, most significant first, for a deterministic choice among ties."""

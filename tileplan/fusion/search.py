@@ -1,0 +1,121 @@
+"""Exhaustive search of a fused group's mapping space, vectorised over (tile_p, tile_q).
+
+The space: every tile_n, tile_p, tile_q of the last layer's output; tile_k = K or a power of two
+below it; every overlap mode; every subset of layers with resident weights; no chunked map or one
+chunked map with a power-of-two chunk; both processing directions; every maximal unroll per layer.
+Safe reductions (each keeps an optimum): ``alwani`` is never evaluated by default because it costs
+exactly what ``reuse`` costs with a buffer at least as large (Eq. 9 >= 0); the direction and each
+layer's unroll are chosen per candidate (the direction changes only the reuse buffer, the unroll
+only that layer's compute cycles, and every objective grows with both).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from itertools import product
+
+import numpy as np
+
+from tileplan.arch.spec import Arch
+from tileplan.cost.batch import CostBatch
+from tileplan.fusion.assemble import assemble
+from tileplan.fusion.cost import GroupModel
+from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
+from tileplan.search.objective import Objective, best_index
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    """The best fused mapping of a group and its costs (a batch of one)."""
+
+    group: FusedGroup
+    mapping: FusedMapping
+    cost: CostBatch
+    executed_macs: int
+    reuse_bytes: int
+    evaluated: int
+    space_size: float
+    seconds: float
+
+
+def _powers_below(n: int) -> list[int]:
+    out, p = [], 1
+    while p < n:
+        out.append(p)
+        p *= 2
+    return out
+
+
+def chunk_options(group: FusedGroup) -> list[tuple[int, ...]]:
+    """No chunked map, or one chunked map with a power-of-two chunk below its channels."""
+    full = tuple(layer.k_out for layer in group.layers[:-1])
+    out = [full]
+    for m in range(len(full)):
+        if group.chunkable(m):
+            for c in _powers_below(full[m]):
+                out.append(full[:m] + (c,) + full[m + 1:])
+    return out
+
+
+def tile_k_options(group: FusedGroup, chunk: tuple[int, ...]) -> list[int]:
+    last = group.last
+    if last.groups > 1 or (chunk and chunk[-1] < group.layers[-2].k_out):
+        return [last.k_out]
+    return [last.k_out] + _powers_below(last.k_out)[::-1]
+
+
+def _best(obj: Objective, costs: CostBatch) -> int:
+    """``best_index`` restricted to the candidates reaching the minimum objective (-1: none fits)."""
+    key = obj.key(costs)
+    low = float(key.min())
+    if not np.isfinite(low):
+        return -1
+    ties = np.flatnonzero(key == low)
+    return int(ties[best_index(obj, costs.take(ties))]) if len(ties) > 1 else int(ties[0])
+
+
+def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Objective.LATENCY, *,
+                 overlaps: tuple[Overlap, ...] = (Overlap.RECOMPUTE, Overlap.REUSE),
+                 gm: GroupModel | None = None) -> GroupResult | None:
+    """Best fused mapping of ``group`` (``None`` when no candidate fits on chip)."""
+    start = time.perf_counter()
+    obj = Objective(objective)
+    gm = gm or GroupModel(group, arch)
+    nl = len(group)
+    has_w = [layer.has_weights for layer in gm.layers]
+    residencies = [tuple(r) for r in product((True, False), repeat=nl)
+                   if all(has or keep for has, keep in zip(has_w, r, strict=True))]
+    best_key: tuple[float, ...] | None = None
+    best: tuple[int, FusedMapping, CostBatch, int, int] | None = None
+    evaluated = 0
+    configs = 0
+    unroll_space = float(np.prod([len(gm.unroll_options(m)) for m in range(nl)]))
+    for tile_n in range(1, gm.layers[-1].n + 1):
+        for overlap in overlaps:
+            for chunk in chunk_options(group):
+                for tile_k in tile_k_options(group, chunk):
+                    for resident in residencies:
+                        fc, picks = assemble(gm, tile_n=tile_n, tile_k=tile_k, overlap=overlap, resident=resident,
+                                             chunk=chunk)
+                        evaluated += gm.n
+                        configs += 1
+                        i = _best(obj, fc.cost)
+                        if i < 0:
+                            continue
+                        key = tuple(float(k[i]) for k in [obj.key(fc.cost), *obj.tie_keys(fc.cost)])
+                        if best_key is None or key < best_key:
+                            ip, iq = divmod(i, gm.shape[1])
+                            unroll = tuple(tuple(int(x) for x in gm.unroll_options(m)[picks[m][i]])
+                                           for m in range(nl))
+                            mapping = FusedMapping(tile_n, int(gm.rows.tiles[ip]), int(gm.cols.tiles[iq]), tile_k,
+                                                   overlap, Direction.COLS if fc.direction[i] else Direction.ROWS,
+                                                   resident, chunk, unroll)
+                            best_key = key
+                            best = (i, mapping, fc.cost.take(i), int(fc.executed_macs[i]),
+                                    int(fc.reuse_bytes[i]))
+    if best is None:
+        return None
+    _, mapping, cost, executed, reuse = best
+    space = float(configs) * gm.n * 2 * unroll_space
+    return GroupResult(group, mapping, cost, executed, reuse, evaluated, space, time.perf_counter() - start)

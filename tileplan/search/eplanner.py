@@ -1,0 +1,186 @@
+"""e-PlaNNer's planner (thesis Sec. 6.4): the search space pruned by Alg. 1-3, searched by Alg. 4.
+
+1. Tiling-factor initialisation (Alg. 1): KW, KH and OW at their full extent, the PE-mapped loops at
+   the PE-array length, every other loop at 1.
+2. Loop elimination (Alg. 2): for each of the eight subsets of {OC, IC, OH} in turn, starting from
+   the best tiling so far, tile the subset's loops fully; keep the result if it fits the on-chip
+   memories and reloads less data. "Reloaded data" is Eq. 6.1 with each operand's reload factor as
+   Eq. 6.2-6.5 give it for a non-stationary dataflow: every loop that does not index the operand
+   outside it. The model prices each operand under such an order (no second formula set).
+3. Loop interchange (Alg. 3): loops sorted by iteration count, the largest innermost.
+4. Search (Alg. 4): every tiling at or above the lower bound of step 2 whose tiles fit, each with its
+   step-3 order, costed by the model; the best under the objective wins. The thesis's metric is
+   Eq. 6.13, estimated performance / off-chip bytes: ``Objective.PERF_PER_BYTE``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from tileplan.cost.batch import CostBatch, MappingBatch
+from tileplan.cost.problem import Problem
+from tileplan.dims import Dim, Operand
+from tileplan.errors import InfeasibleError
+from tileplan.search.feasibility import raise_infeasible
+from tileplan.search.nest import IC, KH, KW, LOOPS, OC, OH, OW, Nest
+from tileplan.search.objective import Objective, best_index
+from tileplan.search.result import SearchResult
+
+#: Alg. 2's eight subsets of {OC, IC, OH}, in the order they are tried.
+SUBSETS: tuple[tuple[int, ...], ...] = ((), (OC,), (IC,), (OH,), (OC, IC), (OC, OH), (IC, OH), (OC, IC, OH))
+CHUNK = 1 << 15
+
+# Per operand, an order with every loop that does not index it outermost (Eq. 6.2-6.5's reloads).
+_NON_STATIONARY: dict[Operand, tuple[Dim, ...]] = {
+    Operand.INPUT: (Dim.K, Dim.N, Dim.G, Dim.C, Dim.P, Dim.Q, Dim.R, Dim.S),
+    Operand.WEIGHT: (Dim.N, Dim.P, Dim.Q, Dim.G, Dim.K, Dim.C, Dim.R, Dim.S),
+    Operand.OUTPUT: (Dim.C, Dim.R, Dim.S, Dim.N, Dim.G, Dim.K, Dim.P, Dim.Q),
+}
+
+
+@dataclass(frozen=True)
+class Steps:
+    """What Alg. 1-3 produce for one layer: tilings as ``{loop: tile}`` (thesis names), the loops
+    step 2 eliminated, and the step-3 loop sequence (innermost first, as the thesis writes it)."""
+
+    initial: dict[str, int]
+    lower_bound: dict[str, int]
+    eliminated: tuple[str, ...]
+    sequence: tuple[str, ...]
+
+
+def alg1_initial(nest: Nest, *, relax: bool = True) -> np.ndarray:
+    """Alg. 1: (6,) initial tiling (with ``relax``, a smaller fallback when it does not fit)."""
+    t = np.ones(6, dtype=np.int64)
+    t[[KW, KH, OW]] = nest.extent[[KW, KH, OW]]
+    for loop, length in nest.pe_len.items():
+        t[loop] = min(length, int(nest.extent[loop]))
+    return nest.relaxed_start(t) if relax else t
+
+
+def reload_bytes(nest: Nest, t6: np.ndarray) -> np.ndarray:
+    """Alg. 2's ReloadCount: Eq. 6.1 bytes with every operand reloaded as for a non-stationary
+    dataflow (its Eq. 6.2-6.5 factor), priced by the model; ``inf`` where the tiles do not fit."""
+    batch = nest.batch(t6, nest.order_alg3(t6))
+    orders = [np.array([int(d) for d in _NON_STATIONARY[op]]) for op in Operand]
+    costs = nest.costs(batch, *orders)
+    total = sum(c.dram_bytes_by_operand[:, op] for op, c in zip(Operand, costs, strict=True))
+    return np.where(costs[0].feasible, total, np.inf)
+
+
+def alg2_eliminate(nest: Nest, initial: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Alg. 2: the lower-bound tiling and the loops it tiles fully beyond ``initial``.
+
+    Every tiling the algorithm can reach is ``initial`` with some subset of {OC, IC, OH} full, so
+    the eight are costed in one model call and the pseudo-code (each subset applied to the best
+    tiling so far) is replayed on their values."""
+    loops = (OC, IC, OH)
+    masks = [tuple(bool(m >> j & 1) for j in range(3)) for m in range(8)]
+    tilings = np.repeat(initial[None], 8, axis=0)
+    for m, full in enumerate(masks):
+        for j, loop in enumerate(loops):
+            if full[j]:
+                tilings[m, loop] = nest.extent[loop]
+    values = reload_bytes(nest, tilings)
+    if not np.isfinite(values[0]):  # Alg. 1's tiling does not fit: start from a fitting fallback
+        return alg2_eliminate(nest, nest.relaxed_start(initial))
+    best_mask = 0
+    low = float(values[0])
+    for subset in SUBSETS:
+        mask = best_mask | sum(1 << loops.index(loop) for loop in subset)
+        if np.isfinite(values[mask]) and values[mask] < low:
+            low, best_mask = float(values[mask]), mask
+    best = tilings[best_mask]
+    eliminated = tuple(i for i in loops if best[i] == nest.extent[i] and initial[i] < nest.extent[i])
+    return best, eliminated
+
+
+def steps(problem: Problem) -> Steps:
+    """Alg. 1-3 on one layer."""
+    nest = Nest.of(problem)
+    init = alg1_initial(nest, relax=False)
+    bound, eliminated = alg2_eliminate(nest, init)
+    init = alg1_initial(nest)
+    trips = nest.trips(bound[None])[0]
+    seq = tuple(LOOPS[i] for i in np.argsort(-trips, kind="stable"))
+    return Steps({LOOPS[i]: int(init[i]) for i in range(6)}, {LOOPS[i]: int(bound[i]) for i in range(6)},
+                 tuple(LOOPS[i] for i in eliminated), seq)
+
+
+@dataclass(frozen=True)
+class SpaceCount:
+    """Table 8.5 for one layer: the un-pruned space in the thesis's counting (every tile size of the
+    six loops, Sec. 6.4: "about 2 x 10^9" for VGG16's 9th conv), the tilings Alg. 4 costs (the grid
+    above the lower bound) and those of them whose tiles fit (the pruned space)."""
+
+    unpruned: int
+    evaluated: int
+    pruned: int
+
+    @property
+    def rate(self) -> float:
+        """Pruned / un-pruned (the thesis's percentages, as a fraction)."""
+        return self.pruned / self.unpruned if self.unpruned else 0.0
+
+
+def search_grid(nest: Nest, objective: Objective, tilings: np.ndarray, *, innermost: int | None = None
+                ) -> tuple[MappingBatch, CostBatch, int, int] | None:
+    """Best of ``tilings`` (each with its Alg. 3 order, or ``innermost`` forced innermost): its
+    one-row batch and costs, the tilings evaluated and how many fit; ``None`` when none fits."""
+    best: tuple[tuple[float, ...], MappingBatch, CostBatch] | None = None
+    fit = 0
+    for start in range(0, len(tilings), CHUNK):
+        t6 = tilings[start:start + CHUNK]
+        batch = nest.batch(t6, nest.order_alg3(t6, innermost))
+        costs = nest.costs(batch)[0]
+        fit += int(costs.feasible.sum())
+        if not costs.feasible.any():
+            continue
+        i = best_index(objective, costs)
+        key = tuple(float(k[i]) for k in [objective.key(costs), *objective.tie_keys(costs)])
+        if best is None or key < best[0]:
+            best = (key, batch.take(np.array([i])), costs.take(i))
+    if best is None:
+        return None
+    return best[1], best[2], len(tilings), fit
+
+
+def unpruned_count(nest: Nest) -> int:
+    """Every tile size of every loop (the thesis's un-pruned count of one layer)."""
+    return int(np.prod([int(e) for e in nest.extent]))
+
+
+def no_fit(problem: Problem, what: str) -> InfeasibleError:
+    """The error when no tiling of a restricted space fits (after naming an impossible memory)."""
+    raise_infeasible(problem)
+    return InfeasibleError(f"no {what} tiling of layer {problem.layer.name!r} fits the on-chip memories of "
+                           f"{problem.arch.name}; use --strategy exhaustive")
+
+
+def eplanner(problem: Problem, objective: Objective) -> SearchResult:
+    """e-PlaNNer's pruned search (Alg. 1-4) under ``objective`` (the thesis: ``perf-per-byte``)."""
+    t0 = time.perf_counter()
+    nest = Nest.of(problem)
+    bound, _ = alg2_eliminate(nest, alg1_initial(nest, relax=False))
+    found = search_grid(nest, objective, nest.grid(bound))
+    if found is None:
+        raise no_fit(problem, "e-PlaNNer")
+    batch, cost, evaluated, _ = found
+    return SearchResult("eplanner", nest.mapping(batch, 0), cost, evaluated, float(unpruned_count(nest)),
+                        time.perf_counter() - t0)
+
+
+def space_count(problem: Problem) -> SpaceCount:
+    """Table 8.5's numbers for one layer (see :class:`SpaceCount`)."""
+    nest = Nest.of(problem)
+    bound, _ = alg2_eliminate(nest, alg1_initial(nest, relax=False))
+    tilings = nest.grid(bound)
+    fit = int(sum(nest.fits(tilings[s:s + CHUNK]).sum() for s in range(0, len(tilings), CHUNK)))
+    return SpaceCount(unpruned_count(nest), len(tilings), fit)
+
+
+__all__ = ["SpaceCount", "Steps", "alg1_initial", "alg2_eliminate", "eplanner", "reload_bytes",
+           "search_grid", "space_count", "steps"]
