@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint venv clean bench
+.PHONY: demo test lint venv clean bench chromium
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -16,7 +16,13 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/tileplan plan resnet50 --arch nmp
 
-test: $(STAMP)
+# The HTML report's browser test needs Debian's chromium; install it when missing and possible.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1; } || \
+	  echo "note: chromium is missing and could not be installed; the HTML report's browser test will be skipped"
+
+test: $(STAMP) chromium
 	$(BIN)/ruff check tileplan tests
 	$(BIN)/mypy tileplan
 	$(BIN)/pytest

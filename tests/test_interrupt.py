@@ -33,11 +33,9 @@ def _group(pgid: int) -> list[int]:
 
 
 def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid`` so far."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
+    """CPU time (user + system) process ``pid`` has used so far."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -51,10 +49,12 @@ def _interrupt(tmp_path: Path, signals: int, jobs: int) -> tuple[subprocess.Comp
         while len(_group(proc.pid)) < 1 + (jobs if jobs > 1 else 0) and time.monotonic() < deadline:
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.05)
-        # ... and past its imports (seconds of wall time on a loaded machine): wait for CPU time.
-        while _cpu_seconds(proc.pid) < 1.5 and time.monotonic() < deadline:
+        # With one job there are no workers to wait for: wait until the process has worked for longer
+        # than its imports take (wall time is no guide on a loaded machine).
+        while jobs == 1 and _cpu_seconds(proc.pid) < 2.0 and time.monotonic() < deadline:
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.05)
+        time.sleep(1.0)
         assert proc.poll() is None, "the plan finished before it could be interrupted"
         start = time.monotonic()
         for _ in range(signals):

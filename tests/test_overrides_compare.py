@@ -92,14 +92,14 @@ def test_every_arch_command_takes_set(command: list[str], tmp_path: Path) -> Non
 def test_plan_and_arch_show_use_the_override() -> None:
     result = cli("arch", "show", "nmp", "--set", "dram.bandwidth_bytes_per_s=1e9", "--yaml")
     assert result.exit_code == 0 and "bandwidth_bytes_per_s: 1000000000.0" in result.output
-    small = api.plan("lenet5", api.load_arch("nmp", ["memories.MB0.size_bytes=512"]), jobs=1)
-    big = api.plan("lenet5", "nmp", jobs=1)
-    assert small.dram_bytes > big.dram_bytes  # a smaller input buffer forces more reloads
+    small = api.plan("lenet5", api.load_arch("eyeriss", ["memories.L2.size_bytes=2KiB"]), jobs=1)
+    big = api.plan("lenet5", "eyeriss", jobs=1)
+    assert small.dram_bytes > big.dram_bytes  # a smaller buffer forces more reloads
 
 
 def test_compare_ranks_strategies_against_the_exhaustive_optimum() -> None:
-    cmp = api.compare("lenet5", "nmp", ["exhaustive", "random"], budget=300, jobs=1)
-    plain = {s: api.plan("lenet5", "nmp", strategy=s, budget=300, jobs=1) for s in ("exhaustive", "random")}
+    cmp = api.compare("lenet5", "eyeriss", ["exhaustive", "random"], budget=300, jobs=1)
+    plain = {s: api.plan("lenet5", "eyeriss", strategy=s, budget=300, jobs=1) for s in ("exhaustive", "random")}
     n = len(plain["exhaustive"].layers)
     assert len(cmp.rows) == 2 * (n + 1)
     for row in cmp.rows:
@@ -117,15 +117,15 @@ def test_compare_ranks_strategies_against_the_exhaustive_optimum() -> None:
 
 
 def test_compare_edp_totals_multiply_network_totals() -> None:
-    cmp = api.compare("lenet5", "nmp", ["random", "exhaustive"], objective="edp", budget=100, jobs=1)
+    cmp = api.compare("lenet5", "eyeriss", ["random", "exhaustive"], objective="edp", budget=100, jobs=1)
     r, e = cmp.totals()
     assert r.ratio == pytest.approx((r.latency_cycles * r.energy_pj) / (e.latency_cycles * e.energy_pj))
 
 
 def test_compare_cli_writes_json_and_csv(tmp_path: Path) -> None:
     j, c = tmp_path / "cmp.json", tmp_path / "cmp.csv"
-    result = cli("compare", "lenet5", "--strategies", "exhaustive,random", "--budget", "200", "-j", "1",
-                 "--json", str(j), "--csv", str(c))
+    result = cli("compare", "lenet5", "--arch", "eyeriss", "--strategies", "exhaustive,random", "--budget", "200",
+                 "-j", "1", "--json", str(j), "--csv", str(c))
     assert result.exit_code == 0, result.output
     assert "best in total: exhaustive" in result.output
     data = json.loads(j.read_text())
@@ -137,6 +137,20 @@ def test_compare_cli_writes_json_and_csv(tmp_path: Path) -> None:
 
 def test_compare_bad_input() -> None:
     with pytest.raises(TileplanError, match="unknown strategy 'tso9'"):
-        api.compare("lenet5", "nmp", ["exhaustive", "tso9"])
-    result = cli("compare", "lenet5", "--strategies", "exhaustive,tso9")
+        api.compare("lenet5", "eyeriss", ["exhaustive", "tso9"])
+    result = cli("compare", "lenet5", "--arch", "eyeriss", "--strategies", "exhaustive,tso9")
     assert result.exit_code == 2 and result.output.startswith("error: unknown strategy 'tso9'")
+
+
+def test_compare_takes_every_registered_strategy() -> None:
+    """Every strategy the project has runs under compare; none beats the general exhaustive optimum."""
+    from tileplan.search import STRATEGIES
+
+    small = api.load_arch("eyeriss", ["memories.L2.size_bytes=4KiB"])
+    cmp = api.compare("lenet5", small, list(STRATEGIES), budget=300, jobs=1)
+    assert cmp.strategies == tuple(STRATEGIES)
+    for row in cmp.rows:
+        assert row.ratio >= 1.0
+        if row.strategy == "exhaustive":
+            assert row.ratio == 1.0
+    assert max(r.ratio for r in cmp.totals()) > 1.0  # the buffer is small enough to tell them apart

@@ -2,7 +2,8 @@
 
 Built by :func:`tileplan.api.compare`; the CLI renders it (``tileplan compare``). Units: cycles, bytes,
 bursts, pJ. ``ratio`` is a strategy's value of the objective over the best strategy's on that row
-(1.0 = the best; the network row compares network totals, where EDP is total energy x total latency).
+(1.0 = the best; the network row compares network totals, where EDP is total energy x total latency,
+see ``Objective.combine``).
 """
 
 from __future__ import annotations
@@ -36,17 +37,6 @@ class CompareRow:
     @property
     def is_total(self) -> bool:
         return self.layer == TOTAL
-
-
-def objective_value(objective: Objective, latency_cycles: float, dram_bytes: float, energy_pj: float) -> float:
-    """The quantity ``objective`` minimises, from one row's metrics."""
-    if objective is Objective.LATENCY:
-        return latency_cycles
-    if objective is Objective.ENERGY:
-        return energy_pj
-    if objective is Objective.EDP:
-        return latency_cycles * energy_pj
-    return dram_bytes
 
 
 @dataclass(frozen=True)
@@ -104,7 +94,7 @@ def _ratio(value: float, best: float) -> float:
 
 
 def _ranked(layer: str, metrics: list[tuple[str, float, float, float, float]], obj: Objective) -> list[CompareRow]:
-    values = [objective_value(obj, lat, dram, energy) for _, lat, dram, _, energy in metrics]
+    values = [float(obj.combine(lat, energy, dram)) for _, lat, dram, _, energy in metrics]
     best = min(values)
     return [CompareRow(layer, s, lat, dram, bursts, energy, _ratio(v, best))
             for (s, lat, dram, bursts, energy), v in zip(metrics, values, strict=True)]

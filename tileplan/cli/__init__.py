@@ -4,20 +4,19 @@ errors become one line on stderr and a non-zero exit. One module per command gro
 from __future__ import annotations
 
 import os
-import signal
-import sys
 from collections.abc import Sequence
-from types import FrameType
 
 from rich.text import Text
 
 from tileplan.cli import (  # noqa: F401  (importing a command module registers its commands)
     bench_cmd,
     compare_cmd,
+    correlate_cmd,
     experiment_cmd,
     info_cmd,
     plan_cmd,
     program_cmd,
+    report_cmd,
 )
 from tileplan.cli.app import app, err, out
 
@@ -35,10 +34,6 @@ def run(argv: Sequence[str] | None = None) -> int:
     (set ``TILEPLAN_DEBUG=1`` to see the traceback of an unexpected failure)."""
     try:
         code = app(args=list(argv) if argv is not None else None, prog_name="tileplan", standalone_mode=False)
-    except KeyboardInterrupt:  # outside a command's guard (e.g. still importing under load)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        err.print("interrupted", highlight=False)
-        return 130
     except Exception as exc:
         usage = getattr(exc, "format_message", None)
         if usage is not None and hasattr(exc, "exit_code"):  # click's usage errors (bad option or value)
@@ -57,17 +52,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     return code if isinstance(code, int) else 0
 
 
-def _on_sigint(signum: int, frame: FrameType | None) -> None:
-    """First Ctrl-C: stop the work (``KeyboardInterrupt``); later ones are ignored so they cannot
-    break the clean-up."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    raise KeyboardInterrupt
-
-
 def main() -> None:
-    """Console entry point."""
-    signal.signal(signal.SIGINT, _on_sigint)
-    sys.exit(run())
+    """Console entry point (the installed script is ``tileplan.entry:main``, which sets up Ctrl-C
+    handling before this package is imported)."""
+    from tileplan.entry import main as entry_main
+
+    entry_main()
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ def compare(
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     strategies: str = typer.Option("exhaustive,random", "--strategies", "-s",
                                    help="Comma-separated strategies (see `tileplan plan --help`)."),
-    objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram"),
+    objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram | perf-per-byte"),
     batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
     budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
     seed: int = typer.Option(0, help="Seed for sampling strategies."),
@@ -33,8 +33,8 @@ def compare(
     from tileplan.report.tables import comparison_table
 
     def work() -> None:
-        if objective not in ("latency", "energy", "edp", "dram"):
-            raise TileplanError(f"unknown objective {objective!r}; choose latency, energy, edp or dram")
+        if objective not in api.OBJECTIVES:
+            raise TileplanError(f"unknown objective {objective!r}; choose {', '.join(api.OBJECTIVES)}")
         for target in (json_path, csv_path):
             if target is not None:
                 check_output_file(target)

@@ -30,9 +30,11 @@ def plan(
     jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
     json_path: Path | None = typer.Option(None, "--json", help="Write the plan as JSON."),
     csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer."),
+    plots_dir: Path | None = typer.Option(None, "--plots", help="Write the plan's figures (roofline, traffic, "
+                                          "time, layer graph) as PNG and SVG into this folder."),
 ) -> None:
     """Find the best mapping of every layer of MODEL and print a per-layer table with totals."""
-    from tileplan.report.files import check_output_file, write_text_atomic
+    from tileplan.report.files import check_output_file, check_output_folder, make_output_folder, write_text_atomic
     from tileplan.report.tables import plan_csv, plan_table
 
     def work() -> None:
@@ -41,6 +43,8 @@ def plan(
         for target in (json_path, csv_path):  # fail before a long search, not after it
             if target is not None:
                 check_output_file(target)
+        if plots_dir is not None:
+            check_output_folder(plots_dir)
         machine = api.load_arch(arch, sets or ())
         network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
         with _progress() as bar:
@@ -61,6 +65,11 @@ def plan(
             write_text_atomic(json_path, result.to_json())
         if csv_path:
             write_text_atomic(csv_path, plan_csv(result))
+        if plots_dir is not None:
+            from tileplan.report.plan_plots import plan_figures, save_plan_figures
+
+            paths = save_plan_figures(plan_figures(result, machine, network), make_output_folder(plots_dir))
+            out.print(f"wrote {len(paths) // 2} figures (PNG and SVG) to {plots_dir}", highlight=False)
 
     _guard(work)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.patches
 from matplotlib.figure import Figure
 
 from tileplan.report.files import write_bytes_atomic
@@ -170,6 +171,70 @@ def scatter(x: Sequence[float], y: Sequence[float], *, title: str, xlabel: str, 
         ends = [min(xs), max(xs)]
         ax.plot(ends, [my + slope * (e - mx) for e in ends], color="gray", linewidth=1, label="least squares")
         ax.legend(loc="best")
+    return fig
+
+
+def graph_lanes(names: Sequence[str], inputs: Mapping[str, Sequence[str]]) -> dict[str, int]:
+    """A lane (row) per layer of a DAG in topological order: a layer continues its first producer's lane
+    when it is that lane's last layer, otherwise it takes the lowest lane whose last layer has every
+    consumer placed (so a branch gets its own row and rows are reused once a branch has joined)."""
+    consumers: dict[str, int] = dict.fromkeys(names, 0)
+    for name in names:
+        for src in inputs.get(name, ()):
+            consumers[src] = consumers.get(src, 0) + 1
+    placed: dict[str, int] = dict.fromkeys(names, 0)
+    tail: list[str | None] = []  # last layer on each lane
+    lane: dict[str, int] = {}
+    for name in names:
+        srcs = list(inputs.get(name, ()))
+        for src in srcs:
+            placed[src] += 1
+        first = srcs[0] if srcs else None
+        if first is not None and tail[lane[first]] == first:
+            chosen = lane[first]
+        else:
+            free = [i for i, t in enumerate(tail) if t is None or placed[t] >= consumers[t]]
+            chosen = free[0] if free else len(tail)
+            if chosen == len(tail):
+                tail.append(None)
+        tail[chosen] = name
+        lane[name] = chosen
+    return lane
+
+
+def network_graph(names: Sequence[str], inputs: Mapping[str, Sequence[str]], *, title: str,
+                  groups: Sequence[Sequence[str]] = (), colours: Mapping[str, str] | None = None,
+                  legend: Mapping[str, str] | None = None) -> Figure:
+    """The layer graph left to right (one column per layer in topological order, branches on their own
+    rows, see :func:`graph_lanes`) with every fusion group of two or more layers drawn as a shaded box
+    over its layers. ``colours`` maps a layer to a colour; ``legend`` maps a label to a colour."""
+    lane = graph_lanes(names, inputs)
+    x = {n: i for i, n in enumerate(names)}
+    rows = max(lane.values(), default=0) + 1
+    fig = _figure(len(names), height=min(8.0, 1.6 + 0.55 * rows))
+    ax = _axes(fig, title, "layers in execution order", "")
+    ax.grid(False)
+    for name in names:
+        for src in inputs.get(name, ()):
+            ax.plot([x[src], x[name]], [lane[src], lane[name]], color="0.55", linewidth=0.8, zorder=1)
+    for j, group in enumerate(g for g in groups if len(g) > 1):
+        xs = [x[n] for n in group if n in x]
+        ys = [lane[n] for n in group if n in lane]
+        if xs:
+            ax.add_patch(matplotlib.patches.FancyBboxPatch(
+                (min(xs) - 0.35, min(ys) - 0.3), max(xs) - min(xs) + 0.7, max(ys) - min(ys) + 0.6,
+                boxstyle="round,pad=0.02", alpha=0.18, color=f"C{j % 10}", zorder=0,
+                label="fusion group" if j == 0 else None))
+    cs = [(colours or {}).get(n, "C0") for n in names]
+    ax.scatter([x[n] for n in names], [lane[n] for n in names], s=22, c=cs, zorder=3)
+    for label, colour in (legend or {}).items():
+        ax.scatter([], [], s=22, c=colour, label=label)
+    _category_axis(ax, names)
+    ax.set_yticks(range(rows))
+    ax.set_yticklabels([f"branch {r}" if r else "trunk" for r in range(rows)])
+    ax.set_ylim(rows - 0.4, -0.6)
+    if legend or any(len(g) > 1 for g in groups):
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
 

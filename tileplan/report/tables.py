@@ -121,32 +121,38 @@ def plan_csv(plan: NetworkPlan) -> str:
     return buf.getvalue()
 
 
+def arch_facts(arch: Arch) -> list[tuple[str, str]]:
+    """Key facts of an accelerator as (field, value) text pairs (the terminal table and the HTML report)."""
+    p = arch.precision_bytes
+    facts = [("clock", f"{arch.clock_hz / 1e6:g} MHz"), ("default precision", f"{p} B"),
+             ("cores", f"{arch.cores.clusters} cluster(s) x {arch.cores.cores_per_cluster} core(s)"
+              + (", multicast in cluster" if arch.cores.multicast and arch.cores.total > 1 else ""))]
+    axes = ", ".join(f"{a.name}={a.lanes(p)} ({a.mode.value}: {','.join(a.dims)})" for a in arch.pe_array.axes)
+    facts.append(("PE array / core", axes or "1 MAC"))
+    facts.append(("peak", f"{arch.peak_macs_per_cycle(p)} MACs/cycle = "
+                  f"{arch.peak_macs_per_cycle(p) * arch.clock_hz / 1e9:g} GMAC/s"))
+    for m in arch.memories:
+        facts.append((f"memory {m.name}", f"{m.size_bytes / 1024:g} KB for {', '.join(m.operands)}, "
+                      f"{m.energy_pj_per_byte:g} pJ/B"))
+    d = arch.dram
+    facts.append(("DRAM", f"{d.bandwidth_bytes_per_s / 1e9:g} GB/s, {d.burst_bytes} B bursts, "
+                  f"{d.burst_latency_ns:g} ns/burst, {d.energy_pj_per_byte:g} pJ/B"))
+    facts.append(("overlap / double buffering", f"{arch.overlap} / {arch.double_buffering}"))
+    rf = arch.register_file
+    facts.append(("register file / PE", f"{rf.weights_bytes}/{rf.inputs_bytes}/{rf.psums_bytes} B (w/in/psum)"))
+    if arch.noc.bandwidth_bytes_per_s:
+        facts.append(("NoC", f"{arch.noc.bandwidth_bytes_per_s / 1e9:g} GB/s"))
+    facts.append(("MAC energy", f"{arch.energy.mac_pj:g} pJ"))
+    return facts
+
+
 def arch_table(arch: Arch) -> Table:
     """Key facts of an accelerator."""
     t = Table(title=f"{arch.name}: {arch.description}", show_header=False)
     t.add_column("field")
     t.add_column("value")
-    p = arch.precision_bytes
-    t.add_row("clock", f"{arch.clock_hz / 1e6:g} MHz")
-    t.add_row("default precision", f"{p} B")
-    t.add_row("cores", f"{arch.cores.clusters} cluster(s) x {arch.cores.cores_per_cluster} core(s)"
-              + (", multicast in cluster" if arch.cores.multicast and arch.cores.total > 1 else ""))
-    axes = ", ".join(f"{a.name}={a.lanes(p)} ({a.mode.value}: {','.join(a.dims)})" for a in arch.pe_array.axes)
-    t.add_row("PE array / core", axes or "1 MAC")
-    t.add_row("peak", f"{arch.peak_macs_per_cycle(p)} MACs/cycle = "
-              f"{arch.peak_macs_per_cycle(p) * arch.clock_hz / 1e9:g} GMAC/s")
-    for m in arch.memories:
-        t.add_row(f"memory {m.name}", f"{m.size_bytes / 1024:g} KB for {', '.join(m.operands)}, "
-                  f"{m.energy_pj_per_byte:g} pJ/B")
-    d = arch.dram
-    t.add_row("DRAM", f"{d.bandwidth_bytes_per_s / 1e9:g} GB/s, {d.burst_bytes} B bursts, "
-              f"{d.burst_latency_ns:g} ns/burst, {d.energy_pj_per_byte:g} pJ/B")
-    t.add_row("overlap / double buffering", f"{arch.overlap} / {arch.double_buffering}")
-    rf = arch.register_file
-    t.add_row("register file / PE", f"{rf.weights_bytes}/{rf.inputs_bytes}/{rf.psums_bytes} B (w/in/psum)")
-    if arch.noc.bandwidth_bytes_per_s:
-        t.add_row("NoC", f"{arch.noc.bandwidth_bytes_per_s / 1e9:g} GB/s")
-    t.add_row("MAC energy", f"{arch.energy.mac_pj:g} pJ")
+    for name, value in arch_facts(arch):
+        t.add_row(name, value)
     return t
 
 
