@@ -36,7 +36,7 @@ def three_level(draw):
                           levels=(level,))
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(three_level())
 def test_levels_equal_loop_walk(case):
     layer, mapping = case

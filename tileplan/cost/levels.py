@@ -118,26 +118,29 @@ def _states(order0: np.ndarray, order1: np.ndarray, trips0: np.ndarray, trips1: 
     return (pos0 <= q[:, None]).astype(np.int64) + (pos1 <= q[:, None]).astype(np.int64)
 
 
-def _core(problem: Problem, core: CoreSlice, batch: MappingBatch, lv: LevelBatch) -> dict[str, np.ndarray]:
-    """Per-core on-chip counts of one core shape."""
-    n = len(batch)
+@dataclass
+class _CoreSweep:
+    """Order-independent quantities of one core shape (arrays over candidates)."""
+
+    stats: list[dict[str, np.ndarray]]
+    trips0: np.ndarray
+    trips1: np.ndarray
+    elems: list[np.ndarray]  # per operand: elements of one sweep of its pieces (input: every addend)
+    footprint: np.ndarray  # (n, 3) bytes one child holds
+    compute: np.ndarray
+
+
+def _core_sweep(problem: Problem, core: CoreSlice, tiles0: np.ndarray, tiles: np.ndarray, fanout: np.ndarray
+                ) -> _CoreSweep:
+    n = len(tiles0)
     length = np.array(core.length, dtype=np.int64)
-    t0 = np.minimum(batch.tiles, length)
-    stats = [gather_stats(int(length[d]), t0[:, d], lv.tiles[:, d], lv.fanout[:, d]) for d in DIMS]
-    trips0 = np.stack([s["tiles"] for s in stats], axis=1)
-    trips1 = np.stack([s["step_trips"] for s in stats], axis=1)
+    t0 = np.minimum(tiles0, length)
+    stats = [gather_stats(int(length[d]), t0[:, d], tiles[:, d], fanout[:, d]) for d in DIMS]
     box = np.stack([s["box"] for s in stats], axis=1)
     prec = problem.precision
-    has = problem.has_operand
-    fills = np.zeros((n, 3), dtype=np.int64)
-    reads = np.zeros((n, 3), dtype=np.int64)
     footprint = np.zeros((n, 3), dtype=np.int64)
-    writes = np.zeros(n, dtype=np.int64)
+    elems_of = []
     for op in OPERANDS:
-        if not has[op]:
-            continue
-        state = _states(batch.order, lv.order, trips0, trips1, op)
-        recv, distinct = _irrelevant_factors(stats, state, op)
         elems = np.full(n, int(np.prod([length[d] for d in _PLAIN[op]])), dtype=np.int64)
         piece = np.prod(box[:, list(_PLAIN[op])], axis=1)
         copies = problem.layer.input_count if op is Operand.INPUT else 1
@@ -147,46 +150,88 @@ def _core(problem: Problem, core: CoreSlice, batch: MappingBatch, lv: LevelBatch
                 total, widest = gather_halo(
                     int(length[dp]), int(length[dk]), problem.input_window_start(axis, core.offset[dp]), size,
                     problem.stride[axis], problem.dilation[axis],
-                    (t0[:, dp], lv.tiles[:, dp], lv.fanout[:, dp]), (t0[:, dk], lv.tiles[:, dk], lv.fanout[:, dk]))
-                elems *= total
-                piece *= widest
+                    (t0[:, dp], tiles[:, dp], fanout[:, dp]), (t0[:, dk], tiles[:, dk], fanout[:, dk]))
+                elems = elems * total
+                piece = piece * widest
+        elems_of.append(copies * elems)
+        if problem.has_operand[op]:
+            footprint[:, op] = copies * piece * (prec.psum if op is Operand.OUTPUT else prec.of(op))
+    steps = np.prod(np.stack([s["step_max"] for s in stats], axis=1), axis=1)
+    compute = np.ceil(steps * float(problem.op_factor) / problem.arch.pe_array.macs_per_pe_per_cycle)
+    return _CoreSweep(stats, np.stack([s["tiles"] for s in stats], axis=1),
+                      np.stack([s["step_trips"] for s in stats], axis=1), elems_of, footprint, compute)
+
+
+def _core_order(problem: Problem, cs: _CoreSweep, order0: np.ndarray, order1: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-core on-chip counts of one core shape under the loop orders."""
+    n = len(cs.compute)
+    order0 = np.broadcast_to(order0, (n, NDIMS))
+    order1 = np.broadcast_to(order1, (n, NDIMS))
+    prec = problem.precision
+    fills = np.zeros((n, 3), dtype=np.int64)
+    reads = np.zeros((n, 3), dtype=np.int64)
+    writes = np.zeros(n, dtype=np.int64)
+    for op in OPERANDS:
+        if not problem.has_operand[op]:
+            continue
+        recv, distinct = _irrelevant_factors(cs.stats, _states(order0, order1, cs.trips0, cs.trips1, op), op)
+        elems = cs.elems[op]
         if op is Operand.OUTPUT:
             writes = elems * distinct
             reads[:, op] = writes - elems
             fills[:, op] = reads[:, op]
-            footprint[:, op] = piece * prec.psum
         else:
-            fills[:, op] = copies * elems * recv
-            reads[:, op] = copies * elems * distinct
-            footprint[:, op] = copies * piece * prec.of(op)
-    steps = np.prod(np.stack([s["step_max"] for s in stats], axis=1), axis=1)
-    compute = np.ceil(steps * float(problem.op_factor) / problem.arch.pe_array.macs_per_pe_per_cycle)
+            fills[:, op] = elems * recv
+            reads[:, op] = elems * distinct
     noc = reads[:, 0] * prec.input + reads[:, 1] * prec.weight + (reads[:, 2] + writes) * prec.psum
-    return {"fills": fills, "reads": reads, "writes": writes, "footprint": footprint, "compute": compute,
-            "noc": noc}
+    return {"fills": fills, "reads": reads, "writes": writes, "noc": noc}
+
+
+@dataclass
+class OnChipSweep:
+    """Stage one of the on-chip model for a batch sharing one core split: everything but the orders."""
+
+    problem: Problem
+    counts: np.ndarray  # cores of each shape
+    cores: list[_CoreSweep]
+    children: np.ndarray
+    feasible: np.ndarray
+    footprint: np.ndarray
+    compute: np.ndarray
+
+
+def onchip_sweep(problem: Problem, batch: MappingBatch, tiles: np.ndarray, fanout: np.ndarray) -> OnChipSweep:
+    """Stage one: per core shape, the per-dimension sums, footprints and compute cycles."""
+    arch = problem.arch
+    grid = problem.core_grid(batch.cluster_split, batch.core_split)
+    counts = np.bincount(grid.shape_of, minlength=len(grid.shapes))
+    cores = [_core_sweep(problem, core, batch.tiles, tiles, fanout) for core in grid.shapes]
+    footprint = np.max([c.footprint for c in cores], axis=0)
+    rf = arch.register_file
+    capacity = np.array([rf.inputs_bytes, rf.weights_bytes, rf.psums_bytes], dtype=np.int64)
+    factor = 2 if arch.double_buffering else 1
+    children = np.prod(fanout, axis=1)
+    feasible = np.all(footprint * factor <= capacity[None, :], axis=1) & (
+        children <= arch.total_pes(problem.precision.input))
+    return OnChipSweep(problem, counts, cores, children, feasible, footprint,
+                       np.max([c.compute for c in cores], axis=0))
+
+
+def onchip_finish(sw: OnChipSweep, order0: np.ndarray, order1: np.ndarray) -> LevelCosts:
+    """Stage two: the DRAM and step loop orders ((n, 8) or (8,)) give every count."""
+    per = [_core_order(sw.problem, c, order0, order1) for c in sw.cores]
+    total = {key: np.sum([int(k) * p[key] for p, k in zip(per, sw.counts, strict=True)], axis=0)
+             for key in ("fills", "reads", "writes", "noc")}
+    noc_core = np.max([p["noc"] for p in per], axis=0).astype(np.float64)
+    bw = sw.problem.arch.noc_bytes_per_cycle
+    noc_cycles = noc_core / bw if bw is not None else np.zeros(len(sw.feasible))
+    return LevelCosts(total["fills"], total["reads"], total["writes"], sw.footprint, total["noc"], noc_cycles,
+                      sw.compute, sw.children, sw.feasible)
 
 
 def onchip_costs(problem: Problem, batch: MappingBatch, lv: LevelBatch) -> LevelCosts:
     """On-chip counts of a batch sharing one core split (see the module docstring)."""
-    arch = problem.arch
-    grid = problem.core_grid(batch.cluster_split, batch.core_split)
-    counts = np.bincount(grid.shape_of, minlength=len(grid.shapes))
-    per = [_core(problem, core, batch, lv) for core in grid.shapes]
-    total = {key: np.sum([int(k) * p[key] for p, k in zip(per, counts, strict=True)], axis=0)
-             for key in ("fills", "reads", "writes", "noc")}
-    compute = np.max([p["compute"] for p in per], axis=0)
-    footprint = np.max([p["footprint"] for p in per], axis=0)
-    noc_core = np.max([p["noc"] for p in per], axis=0).astype(np.float64)
-    bw = arch.noc_bytes_per_cycle
-    noc_cycles = noc_core / bw if bw is not None else np.zeros(len(batch))
-    rf = arch.register_file
-    capacity = np.array([rf.inputs_bytes, rf.weights_bytes, rf.psums_bytes], dtype=np.int64)
-    factor = 2 if arch.double_buffering else 1
-    children = np.prod(lv.fanout, axis=1)
-    feasible = np.all(footprint * factor <= capacity[None, :], axis=1) & (
-        children <= arch.total_pes(problem.precision.input))
-    return LevelCosts(total["fills"], total["reads"], total["writes"], footprint, total["noc"], noc_cycles,
-                      compute, children, feasible)
+    return onchip_finish(onchip_sweep(problem, batch, lv.tiles, lv.fanout), batch.order, lv.order)
 
 
 def combine(problem: Problem, dram: CostBatch, dram_batch: MappingBatch, oc: LevelCosts) -> CostBatch:

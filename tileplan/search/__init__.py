@@ -11,6 +11,7 @@ from tileplan.errors import TileplanError
 from tileplan.search.baselines import ma, smartshuttle_rules, zhang
 from tileplan.search.eplanner import eplanner
 from tileplan.search.exhaustive import exhaustive
+from tileplan.search.marvel import marvel, marvel_joint, nvdla, rs, shidiannao
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.random_search import random_search
 from tileplan.search.result import SearchResult
@@ -24,6 +25,11 @@ STRATEGIES: dict[str, Strategy] = {
     "zhang": zhang,
     "ma": ma,
     "smartshuttle-rules": smartshuttle_rules,
+    "marvel": marvel,
+    "marvel-joint": marvel_joint,
+    "rs": rs,
+    "nvdla": nvdla,
+    "shidiannao": shidiannao,
 }
 
 
