@@ -13,7 +13,7 @@ from tileplan.arch import load
 from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, Dim
 from tileplan.mapping import DEFAULT_LAYOUTS, layout_options
-from tileplan.search import STRATEGIES, run
+from tileplan.search import LEVEL_STRATEGIES, run
 from tileplan.search.marvel_offchip import OffChip, db_blocks, fits, offchip
 from tileplan.search.marvel_onchip import OnChipOptions, onchip
 from tileplan.search.objective import Objective
@@ -108,7 +108,7 @@ def test_baselines_fan_out_over_their_dims_only(name: str, dims: set[Dim]) -> No
 def test_marvel15_is_a_workload_and_marvel_runs_on_it() -> None:
     net = zoo.get("marvel15")
     assert len(net.layers) == 15
-    assert {"marvel", "marvel-joint", "rs", "nvdla", "shidiannao"} <= set(STRATEGIES)
+    assert {"marvel", "marvel-joint", "rs", "nvdla", "shidiannao"} <= set(LEVEL_STRATEGIES)
     res = run("marvel", Problem(net.layers[3], load("edge")), Objective.LATENCY)
     assert res.cost.feasible[0] and len(res.mapping.levels) == 1
     assert res.mapping.tiles[Dim.P] == 5  # the off-chip choice is platform-independent (same L2, blocks)

@@ -10,6 +10,8 @@ import typer
 from tileplan import api
 from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
 from tileplan.errors import TileplanError
+from tileplan.fusion.plan import FusionPlan
+from tileplan.workload.network import Network
 
 
 @app.command()
@@ -19,7 +21,13 @@ def plan(
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram | perf-per-byte"),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s",
-                                 help="exhaustive | random | eplanner | zhang | ma | smartshuttle-rules"),
+                                 help="exhaustive | random | tso | tso-noburst | eplanner | zhang | ma | "
+                                      "smartshuttle-rules"),
+    dram_model: str = typer.Option("burst", "--dram-model",
+                                   help="DRAM time the search minimises: burst | volume (plans are "
+                                        "always costed with bursts)."),
+    fix_partition: str | None = typer.Option(None, "--fix-partition", help="tso: only KS | KS&OFM | OFM."),
+    fix_schedule: str | None = typer.Option(None, "--fix-schedule", help="tso: only IS | OS | WS."),
     batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
     budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
     seed: int = typer.Option(0, help="Seed for sampling strategies."),
@@ -32,8 +40,11 @@ def plan(
     csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer."),
     plots_dir: Path | None = typer.Option(None, "--plots", help="Write the plan's figures (roofline, traffic, "
                                           "time, layer graph) as PNG and SVG into this folder."),
+    fuse: bool = typer.Option(False, "--fuse", help="Also fuse chains of layers (intermediate maps stay on chip)."),
+    max_group: int = typer.Option(4, "--max-group", help="Most layers in one fused group (with --fuse)."),
 ) -> None:
-    """Find the best mapping of every layer of MODEL and print a per-layer table with totals."""
+    """Find the best mapping of every layer of MODEL and print a per-layer table with totals
+    (with --fuse: the best cut into fused groups and single layers)."""
     from tileplan.report.files import check_output_file, check_output_folder, make_output_folder, write_text_atomic
     from tileplan.report.tables import plan_csv, plan_table
 
@@ -45,6 +56,7 @@ def plan(
                 check_output_file(target)
         if plots_dir is not None:
             check_output_folder(plots_dir)
+        options = api.strategy_options(fix_partition=fix_partition, fix_schedule=fix_schedule)
         machine = api.load_arch(arch, sets or ())
         network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
         with _progress() as bar:
@@ -53,18 +65,27 @@ def plan(
             def tick(done: int, total: int, label: str) -> None:
                 bar.update(task, completed=done, total=total, label=label)
 
-            result = api.plan(network, machine, strategy=strategy, objective=objective, budget=budget, seed=seed,
-                              cache=not no_cache, jobs=jobs, progress=tick)
-        out.print(plan_table(result, network, show_cached=all_layers))
-        cached = len(result.layers) - result.searched_layers
-        out.print(f"latency {result.latency_cycles:,.0f} cycles = {result.latency_s * 1e3:.3f} ms, "
-                  f"DRAM {result.dram_bytes / 1e6:.3f} MB, energy {result.energy_pj / 1e6:.3f} uJ; "
-                  f"{result.searched_layers} of {len(result.layers)} layers searched "
-                  f"({cached} reused an identical layer's plan or move no data; * marks reuse)")
-        if json_path:
-            write_text_atomic(json_path, result.to_json())
-        if csv_path:
-            write_text_atomic(csv_path, plan_csv(result))
+            if fuse:
+                fused = api.plan_fused(network, machine, strategy=strategy, objective=objective, budget=budget,
+                                       seed=seed, cache=not no_cache, jobs=jobs, max_group=max_group, progress=tick)
+            else:
+                result = api.plan(network, machine, strategy=strategy, objective=objective, budget=budget,
+                                  seed=seed, cache=not no_cache, jobs=jobs, progress=tick, dram_model=dram_model,
+                                  options=options)
+        if fuse:
+            _print_fused(fused, network, json_path, csv_path)
+            result = fused.base
+        else:
+            out.print(plan_table(result, network, show_cached=all_layers))
+            cached = len(result.layers) - result.searched_layers
+            out.print(f"latency {result.latency_cycles:,.0f} cycles = {result.latency_s * 1e3:.3f} ms, "
+                      f"DRAM {result.dram_bytes / 1e6:.3f} MB, energy {result.energy_pj / 1e6:.3f} uJ; "
+                      f"{result.searched_layers} of {len(result.layers)} layers searched "
+                      f"({cached} reused an identical layer's plan or move no data; * marks reuse)")
+            if json_path:
+                write_text_atomic(json_path, result.to_json())
+            if csv_path:
+                write_text_atomic(csv_path, plan_csv(result))
         if plots_dir is not None:
             from tileplan.report.plan_plots import plan_figures, save_plan_figures
 
@@ -72,6 +93,25 @@ def plan(
             out.print(f"wrote {len(paths) // 2} figures (PNG and SVG) to {plots_dir}", highlight=False)
 
     _guard(work)
+
+
+def _print_fused(fused: FusionPlan, network: Network, json_path: Path | None, csv_path: Path | None) -> None:
+    from tileplan.report.files import write_text_atomic
+    from tileplan.report.fusion_tables import fusion_table
+    from tileplan.report.tables import plan_csv
+
+    base = fused.base
+    out.print(fusion_table(fused, network))
+    saving = 1 - fused.dram_bytes / base.dram_bytes if base.dram_bytes else 0.0
+    out.print(f"fused: latency {fused.latency_cycles:,.0f} cycles, DRAM {fused.dram_bytes / 1e6:.3f} MB, energy "
+              f"{fused.energy_pj / 1e6:.3f} uJ; unfused: latency {base.latency_cycles:,.0f} cycles, DRAM "
+              f"{base.dram_bytes / 1e6:.3f} MB, energy {base.energy_pj / 1e6:.3f} uJ; DRAM saving {saving:.1%}; "
+              f"{fused.meta['candidates']} candidate groups, {fused.meta['searched']} searched "
+              f"(* marks reuse of an identical segment's plan)")
+    if json_path:
+        write_text_atomic(json_path, fused.to_json())
+    if csv_path:
+        write_text_atomic(csv_path, plan_csv(base))
 
 
 @app.command("eval")
