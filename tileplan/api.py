@@ -32,7 +32,11 @@ from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
 from tileplan.report.correlation import Correlation
 from tileplan.search import STRATEGIES
 from tileplan.search import run as run_strategy
+from tileplan.search.exhaustive import SplitSearch, merge_split_searches, search_splits
 from tileplan.search.objective import DramModel, Objective
+from tileplan.search.result import SearchResult
+from tileplan.search.shared import SharedBest, shared_values
+from tileplan.search.space import split_options
 from tileplan.workload import zoo
 from tileplan.workload.layer import Layer, OpKind, Precision
 from tileplan.workload.network import Network
@@ -149,19 +153,31 @@ def plan_layer(layer: Layer, arch: Arch, *, strategy: str = "exhaustive", object
     """
     obj = Objective(objective)
     layer = layer.with_precision(_precision(arch, None))
-    bounds = (compulsory_bytes(layer), io_lower_bound_bytes(layer, arch))
+    trivial = _trivial_plan(layer, arch, strategy)
+    if trivial is not None:
+        return trivial
+    problem = Problem(layer, arch)
+    return _layer_plan(layer, arch, run_strategy(strategy, problem, obj, dram_model=dram_model, budget=budget,
+                                                 seed=seed, **(options or {})))
+
+
+def _trivial_plan(layer: Layer, arch: Arch, strategy: str) -> LayerPlan | None:
+    """The plan of a layer that moves no data or only copies it (nothing to search), else None."""
     if not layer.moves_data:
         return LayerPlan(layer.name, layer.op.value, layer.shape_str(), None, LayerCost.zero(), 0, 0, strategy,
                          0, 0.0, 0.0)
     if layer.op is OpKind.DATA_MOVE:
+        compulsory = compulsory_bytes(layer)
         return LayerPlan(layer.name, layer.op.value, layer.shape_str(), None, streaming_copy(layer, arch),
-                         bounds[0], bounds[0], "stream", 0, 1.0, 0.0)
-    problem = Problem(layer, arch)
-    result = run_strategy(strategy, problem, obj, dram_model=dram_model, budget=budget, seed=seed,
-                          **(options or {}))
+                         compulsory, compulsory, "stream", 0, 1.0, 0.0)
+    return None
+
+
+def _layer_plan(layer: Layer, arch: Arch, result: SearchResult) -> LayerPlan:
     cost = LayerCost.from_batch(result.cost, 0, arch.dram_bytes_per_cycle)
-    return LayerPlan(layer.name, layer.op.value, layer.shape_str(), result.mapping, cost, bounds[0], bounds[1],
-                     result.strategy, result.evaluated, result.space_size, result.seconds)
+    return LayerPlan(layer.name, layer.op.value, layer.shape_str(), result.mapping, cost, compulsory_bytes(layer),
+                     io_lower_bound_bytes(layer, arch), result.strategy, result.evaluated, result.space_size,
+                     result.seconds)
 
 
 def streaming_copy(layer: Layer, arch: Arch) -> LayerCost:
@@ -181,10 +197,28 @@ def streaming_copy(layer: Layer, arch: Arch) -> LayerCost:
                      0, (), 0.0, 0.0)
 
 
-def _plan_one(args: tuple[Layer, Arch, str, Objective, int, int, str, dict[str, Any] | None]) -> LayerPlan:
-    layer, arch, strategy, obj, budget, seed, dram_model, options = args
-    return plan_layer(layer, arch, strategy=strategy, objective=obj, budget=budget, seed=seed,
-                      dram_model=dram_model, options=options)
+#: A layer with at least this many core splits has its exhaustive search cut into parts that run
+#: in parallel (when there is more than one job), sharing the best value found so far.
+SPLIT_PARTS_MIN_SPLITS = 8
+
+_Item = tuple[Layer, Arch, str, Objective, int, int, str, dict[str, Any] | None, tuple[int, int] | None,
+              SharedBest | None]
+
+
+def _plan_one(args: _Item) -> LayerPlan | SplitSearch:
+    layer, arch, strategy, obj, budget, seed, dram_model, options, part, shared = args
+    if part is None:
+        return plan_layer(layer, arch, strategy=strategy, objective=obj, budget=budget, seed=seed,
+                          dram_model=dram_model, options=options)
+    return search_splits(Problem(layer, arch), obj, part=part, shared=shared)
+
+
+def _parts(layer: Layer, arch: Arch, strategy: str, workers: int, dram_model: str) -> int:
+    """Into how many parallel parts a layer's search is cut (1: searched whole)."""
+    if workers <= 1 or strategy != "exhaustive" or DramModel.parse(dram_model) is not DramModel.BURST or \
+            _trivial_plan(layer, arch, strategy) is not None:
+        return 1
+    return workers if len(split_options(Problem(layer, arch))) >= SPLIT_PARTS_MIN_SPLITS else 1
 
 
 def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: str = "exhaustive",
@@ -208,17 +242,34 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
         if key not in owner:
             owner[key] = layer.name
             todo.append(layer)
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
+    workers = max(1, jobs or os.cpu_count() or 1)
     results: dict[str, LayerPlan] = {}
     DramModel.parse(dram_model)  # fail before any search
-    args = [(layer, a, strategy, obj, budget, seed, dram_model, options) for layer in todo]
     if progress:
         progress(0, len(todo), todo[0].name)
     try:
-        for done, (i, res) in enumerate(run_parallel(_plan_one, args, jobs=workers), start=1):
-            results[todo[i].name] = res
-            if progress:
-                progress(done, len(todo), todo[i].name)
+        parts = [_parts(layer, a, strategy, workers, dram_model) for layer in todo]
+        with shared_values(len(todo)) as path:
+            # Big layers first, each as ``parts`` items: their parts then run side by side.
+            args: list[_Item] = []
+            owner_of: list[int] = []
+            for li in sorted(range(len(todo)), key=lambda li: -parts[li]):
+                for k in range(parts[li]):
+                    part = (k, parts[li]) if parts[li] > 1 else None
+                    shared = SharedBest(path, li) if part else None
+                    args.append((todo[li], a, strategy, obj, budget, seed, dram_model, options, part, shared))
+                    owner_of.append(li)
+            found: dict[int, list[SplitSearch]] = {}
+            for i, res in run_parallel(_plan_one, args, jobs=min(workers, len(args))):
+                li = owner_of[i]
+                if isinstance(res, SplitSearch):
+                    found.setdefault(li, []).append(res)
+                    if len(found[li]) < parts[li]:
+                        continue
+                    res = _layer_plan(todo[li], a, merge_split_searches(Problem(todo[li], a), found.pop(li)))
+                results[todo[li].name] = res
+                if progress:
+                    progress(len(results), len(todo), todo[li].name)
     except WorkloadError as err:
         raise WorkloadError(f"network {net.name!r}: {err}") from None
     out: list[LayerPlan] = []

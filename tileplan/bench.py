@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import resource
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,7 +17,10 @@ from tileplan import api
 
 @dataclass
 class BenchRow:
-    """One (network, accelerator) measurement. Times are wall-clock seconds on this machine."""
+    """One (network, accelerator) measurement. Times are seconds on this machine: ``cold_s`` is the
+    first plan in this process (it loads or compiles the cost kernel), ``seconds`` the fastest of
+    the warm repeats (wall clock), ``cpu_s`` the CPU time of that plan (this process and its
+    workers): compare both when the machine is shared."""
 
     network: str
     arch: str
@@ -25,21 +31,36 @@ class BenchRow:
     space_size: float
     peak_mib: float  # largest resident set of the planner or one of its worker processes
     cache_saved_s: float
+    cold_s: float = 0.0
+    cpu_s: float = 0.0
+    jobs: int = 1
 
     @property
     def rate(self) -> float:
         return self.evaluated / self.seconds if self.seconds else 0.0
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished children."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def run_bench(networks: list[str], archs: list[str], *, strategy: str = "exhaustive", objective: str = "latency",
-              log: Callable[[str], None] | None = None) -> list[BenchRow]:
-    """Plan each network on each accelerator once and measure it."""
+              jobs: int | None = None, repeat: int = 1, log: Callable[[str], None] | None = None) -> list[BenchRow]:
+    """Plan each network on each accelerator once cold, then ``repeat`` times warm, and measure it."""
     rows = []
+    workers = jobs or os.cpu_count() or 1
     for arch in archs:
         for net in networks:
-            t0 = time.perf_counter()
-            result = api.plan(net.strip(), arch.strip(), strategy=strategy, objective=objective)
-            seconds = time.perf_counter() - t0
+            runs = []
+            for _ in range(1 + max(0, repeat)):
+                t0, c0 = time.perf_counter(), _cpu()
+                result = api.plan(net.strip(), arch.strip(), strategy=strategy, objective=objective, jobs=workers)
+                runs.append((time.perf_counter() - t0, _cpu() - c0))
+            cold = runs[0][0]
+            seconds, cpu = min(runs[1:] or runs)
             # Largest resident set of this process or of any search worker so far (KiB on Linux).
             peak = 1024 * max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
@@ -47,22 +68,33 @@ def run_bench(networks: list[str], archs: list[str], *, strategy: str = "exhaust
             saved = sum(by_name[lp.cached_from].search_seconds for lp in result.layers if lp.cached_from)
             row = BenchRow(result.network, result.arch, len(result.layers), result.searched_layers, seconds,
                            sum(lp.evaluated for lp in result.layers),
-                           sum(lp.space_size for lp in result.layers if not lp.cached_from), peak / 2**20, saved)
+                           sum(lp.space_size for lp in result.layers if not lp.cached_from), peak / 2**20, saved,
+                           cold, cpu, workers)
             rows.append(row)
             if log:
-                log(f"{row.network} on {row.arch}: {seconds:.2f} s, {row.evaluated:,} candidates")
+                log(f"{row.network} on {row.arch}: cold {cold:.2f} s, warm {seconds:.2f} s wall / {cpu:.2f} s CPU, "
+                    f"{row.evaluated:,} candidates")
     return rows
 
 
 def bench_table(rows: list[BenchRow]) -> Table:
     t = Table(title="tileplan bench")
-    for c in ("network", "arch", "layers", "searched", "wall s", "candidates", "cand/s", "space",
-              "peak MiB", "cache saved s"):
+    for c in ("network", "arch", "layers", "searched", "cold s", "warm s", "CPU s", "candidates", "cand/s", "space",
+              "peak MiB"):
         t.add_column(c, justify="left" if c in ("network", "arch") else "right")
     for r in rows:
-        t.add_row(r.network, r.arch, str(r.layers), str(r.searched), f"{r.seconds:.2f}", f"{r.evaluated:,}",
-                  f"{r.rate:,.0f}", f"{r.space_size:.2e}", f"{r.peak_mib:.0f}", f"{r.cache_saved_s:.2f}")
+        t.add_row(r.network, r.arch, str(r.layers), str(r.searched), f"{r.cold_s:.2f}", f"{r.seconds:.2f}",
+                  f"{r.cpu_s:.2f}", f"{r.evaluated:,}", f"{r.rate:,.0f}", f"{r.space_size:.2e}", f"{r.peak_mib:.0f}")
     return t
+
+
+def cold_start(network: str = "lenet5", arch: str = "nmp") -> float:
+    """Wall seconds of ``tileplan plan NETWORK --arch ARCH`` in a new Python process (imports, and
+    the kernel's compilation unless numba's cache has it)."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "from tileplan.cli import main; main()", "plan", network, "--arch", arch],
+                   check=True, capture_output=True)
+    return time.perf_counter() - t0
 
 
 @dataclass
@@ -73,6 +105,8 @@ class ModelRate:
     arch: str
     candidates: int
     seconds: float
+    threads: int = 1
+    path: str = "numpy"
 
     @property
     def rate(self) -> float:
@@ -80,10 +114,13 @@ class ModelRate:
 
 
 def model_rate(arch: str = "eyeriss", network: str = "resnet50", layer: str = "res3a_conv2",
-               candidates: int = 1 << 20, seed: int = 0) -> ModelRate:
-    """Time ``cost.model.evaluate`` on ``candidates`` random mappings (tiles, orders, unrolls) of one layer."""
+               candidates: int = 1 << 20, seed: int = 0, threads: int | None = None) -> ModelRate:
+    """Time ``cost.model.evaluate`` on ``candidates`` random mappings (tiles, orders, unrolls) of one
+    layer, compiled on ``threads`` threads (default: all) when numba is there (a small warm-up
+    batch first, so compilation or loading the kernel is not timed)."""
     import numpy as np
 
+    from tileplan.cost import compiled
     from tileplan.cost.batch import MappingBatch
     from tileplan.cost.model import evaluate
     from tileplan.cost.problem import Problem
@@ -102,6 +139,16 @@ def model_rate(arch: str = "eyeriss", network: str = "resnet50", layer: str = "r
                          np.zeros((candidates, 3, NDIMS), dtype=bool),
                          uopts[rng.integers(0, len(uopts), size=candidates)],
                          np.tile(MappingBatch.default_layout_codes(), (candidates, 1)), ones, ones)
-    t0 = time.perf_counter()
-    evaluate(problem, batch)
-    return ModelRate(f"{network}/{layer}", a.name, candidates, time.perf_counter() - t0)
+    path = "numba" if compiled.wanted(candidates) else "numpy"
+    evaluate(problem, batch.take(np.arange(min(candidates, compiled.MIN_BATCH))))
+    before = compiled.threads()
+    if threads is not None:
+        compiled.set_threads(threads)
+    try:
+        used = compiled.threads() if path == "numba" else 1
+        t0 = time.perf_counter()
+        evaluate(problem, batch)
+        seconds = time.perf_counter() - t0
+    finally:
+        compiled.set_threads(before)
+    return ModelRate(f"{network}/{layer}", a.name, candidates, seconds, used, path)

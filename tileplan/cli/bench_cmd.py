@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from tileplan.cli.app import _guard, app, err, out
+from tileplan.errors import TileplanError
 
 
 @app.command()
@@ -17,23 +18,31 @@ def bench(
     strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
     objective: str = typer.Option("latency", "--objective", "-o"),
     json_path: Path | None = typer.Option(None, "--json", help="Write the measurements as JSON."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Worker processes (default: every CPU)."),
+    repeat: int = typer.Option(1, "--repeat", help="Warm runs after the cold one (the fastest is reported)."),
 ) -> None:
-    """Time planning of networks on presets: wall time, candidates, candidates/s, peak memory."""
-    from tileplan.bench import bench_table, model_rate, run_bench
+    """Time planning of networks on presets (cold and warm wall time, CPU time, candidates, space,
+    peak memory), the raw model throughput on one and on all threads, and a new process's cold start."""
+    from tileplan.bench import bench_table, cold_start, model_rate, run_bench
     from tileplan.report.files import check_output_file, write_text_atomic
 
     def work() -> None:
         if json_path is not None:
             check_output_file(json_path)
-        rows = run_bench(networks.split(","), archs.split(","), strategy=strategy, objective=objective,
-                         log=lambda msg: err.print(msg, highlight=False))
+        if repeat < 0 or (jobs is not None and jobs < 1):
+            raise TileplanError("--repeat must be >= 0 and --jobs >= 1")
+        rows = run_bench(networks.split(","), archs.split(","), strategy=strategy, objective=objective, jobs=jobs,
+                         repeat=repeat, log=lambda msg: err.print(msg, highlight=False))
         out.print(bench_table(rows))
-        rates = [model_rate(a.strip()) for a in archs.split(",")]
+        rates = [model_rate(a.strip(), threads=t) for a in archs.split(",") for t in (1, None)]
         for r in rates:
             out.print(f"model: {r.candidates:,} random mappings of {r.layer} on {r.arch} in {r.seconds:.2f} s "
-                      f"= {r.rate:,.0f} candidates/s")
+                      f"= {r.rate:,.0f} candidates/s ({r.path}, {r.threads} thread{'s' if r.threads > 1 else ''})")
+        start = cold_start()
+        out.print(f"cold start: tileplan plan lenet5 --arch nmp in a new process: {start:.2f} s")
         if json_path:
-            data = {"plans": [r.__dict__ for r in rows], "model": [r.__dict__ for r in rates]}
+            data = {"plans": [r.__dict__ for r in rows], "model": [{**r.__dict__, "rate": r.rate} for r in rates],
+                    "cold_start_s": start}
             write_text_atomic(json_path, json.dumps(data, indent=2))
 
     _guard(work)

@@ -14,14 +14,24 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tileplan.cost import kernel
 
-#: Batches at least this big (candidates x orders) run compiled.
+#: Batches at least this big (candidates x orders) run compiled; once the compiled loops are loaded
+#: in this process or sit in numba's cache, every batch does (a call costs microseconds then).
 MIN_BATCH = 20_000
+MIN_BATCH_LOADED = 1
+
+
+@cache
+def _cached() -> bool:
+    """Whether numba's on-disk cache seems to hold the compiled loops (then loading them is cheap)."""
+    folder = Path(kernel.__file__).parent / "__pycache__"
+    return any(folder.glob("kernel.orders_loop-*.nbi")) and any(folder.glob("kernel.evaluate_loop-*.nbi"))
 
 
 def mode() -> str:
@@ -35,7 +45,7 @@ def wanted(work: int) -> bool:
     m = mode()
     if m == "numpy":
         return False
-    if m == "auto" and work < MIN_BATCH:
+    if m == "auto" and work < (MIN_BATCH_LOADED if loops.cache_info().currsize or _cached() else MIN_BATCH):
         return False
     return loops() is not None
 

@@ -167,9 +167,13 @@ def evaluate_orders(problem: Problem, batch: MappingBatch, orders: np.ndarray, o
         K = tables_for(problem, batch)
         return compiled.orders(K, batch.tiles, batch.hoist, batch.unroll, batch.layouts, orders, code)
     sw = sweep(problem, batch)
-    keys = np.empty((n, len(orders)))
-    for k, o in enumerate(orders):
-        keys[:, k] = kernel.objective_value(code, _finish_values(sw, o))
+    k = len(orders)
+    # Every order at once: candidate i under order j is column i * k + j.
+    rep = Sweep(problem, sw.grid, sw.tables, np.repeat(sw.tiles, k, axis=1), np.repeat(sw.hoist, k, axis=2),
+                np.repeat(sw.pi, k, axis=2), np.repeat(sw.pf, k, axis=2), np.repeat(sw.feasible, k),
+                sw.footprint)
+    keys = np.asarray(kernel.objective_value(code, _finish_values(rep, np.tile(orders, (n, 1)))), dtype=np.float64)
+    keys = np.broadcast_to(keys, (n * k,)).reshape(n, k).copy()
     keys[~sw.feasible] = np.inf
     return keys
 

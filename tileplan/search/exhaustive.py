@@ -5,18 +5,20 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from tileplan.cost.batch import CostBatch, MappingBatch
 from tileplan.cost.kernel_tables import KernelTables
-from tileplan.cost.model import compute_cycles, evaluate_orders, finish, grid_tables, split_tables, sweep
+from tileplan.cost.model import compute_cycles, evaluate, evaluate_orders, grid_tables, split_tables
 from tileplan.cost.problem import CoreGrid, Problem
 from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
 from tileplan.mapping import Mapping
 from tileplan.search.bounds import min_dram_bytes
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.result import SearchResult
+from tileplan.search.shared import SharedBest
 from tileplan.search.space import class_orders, feasible_product, spatial_options, split_options, tile_groups
 
 Progress = Callable[[int, int], None]
@@ -95,6 +97,8 @@ def best_unroll(problem: Problem, grid: CoreGrid, tiles: np.ndarray, options: np
                 tables: KernelTables | None = None) -> np.ndarray:
     """(n, 8) fastest unroll option for each tile vector (compute of the slowest core shape of
     ``grid``; ``tables``: the split's kernel tables when the caller has them)."""
+    if len(options) == 1:
+        return np.broadcast_to(options[0], (len(tiles), NDIMS)).copy()
     if tables is None:
         tables = grid_tables(problem, grid)
     n = len(tiles)
@@ -148,6 +152,22 @@ def to_mapping(problem: Problem, tiles: np.ndarray, order: np.ndarray, unroll: n
                    cluster_split=split[0], core_split=split[1], spatial=_spatial_of(problem, unroll))
 
 
+@dataclass
+class SplitSearch:
+    """What a search over some of a layer's core splits found: its best mapping (None when every
+    split it owned was pruned or nothing fits), that mapping's sort key and the visit rank of its
+    split, and the work done."""
+
+    best: tuple[Mapping, CostBatch] | None
+    key: tuple[float, ...]
+    rank: int
+    evaluated: int
+    space: float
+    searched: int
+    splits: int
+    seconds: float
+
+
 def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
                progress: Progress | None = None) -> SearchResult:
     """Minimise ``objective`` over every core split, tile size, loop order and spatial unrolling.
@@ -155,6 +175,32 @@ def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
     Splits are visited in order of a lower bound and skipped once the bound cannot beat the best
     found; within a split, the reductions of ``search.space`` apply. Deterministic.
     """
+    return merge_split_searches(problem, [search_splits(problem, objective, chunk=chunk, progress=progress)])
+
+
+def merge_split_searches(problem: Problem, parts: list[SplitSearch]) -> SearchResult:
+    """The exhaustive result of a layer from the searches of all its splits (cut into parts that
+    may have run in different processes): the least key, then the earliest split."""
+    found = [p for p in parts if p.best is not None]
+    if not found:
+        from tileplan.errors import InfeasibleError
+        from tileplan.search.feasibility import raise_infeasible
+
+        raise_infeasible(problem)
+        raise InfeasibleError(f"no mapping of layer {problem.layer.name!r} fits {problem.arch.name}")
+    top = min(found, key=lambda p: (p.key, p.rank))
+    assert top.best is not None
+    return SearchResult("exhaustive", top.best[0], top.best[1], sum(p.evaluated for p in parts),
+                        sum(p.space for p in parts), sum(p.seconds for p in parts), parts[0].splits,
+                        sum(p.searched for p in parts))
+
+
+def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
+                  progress: Progress | None = None, part: tuple[int, int] = (0, 1),
+                  shared: SharedBest | None = None) -> SplitSearch:
+    """Search the splits of visit rank ``r`` with ``r % part[1] == part[0]`` (all of them by
+    default). ``shared``: the best value other parts found so far; a split or a chunk is skipped
+    for it only when it cannot even tie (so the merged result does not depend on timing)."""
     t0 = time.perf_counter()
     splits = split_options(problem)
     orders = class_orders()
@@ -163,19 +209,27 @@ def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
     visit = np.lexsort((np.arange(len(splits)), bounds))
     best_key: tuple[float, ...] | None = None
     best: tuple[Mapping, CostBatch] | None = None
+    best_rank = -1
     evaluated = 0
     searched = 0
     space = 0.0
     n_orders = math.factorial(NDIMS)
+
+    def pruned(bound: float) -> bool:
+        if best_key is not None and bound >= best_key[0]:
+            return True
+        return shared is not None and bound > shared.get()
+
     for rank, s in enumerate(visit):
+        if rank % part[1] != part[0]:
+            continue
         grid = grids[s]
         uopts = spatial_options(problem, grid.max_length)
         space += float(np.prod([float(x) for x in grid.max_length])) * n_orders * len(uopts)
         if progress:
             progress(rank, len(splits))
-        if best_key is not None and bounds[s] >= best_key[0]:
-            continue
-        if best_key is not None and split_tight_bound(problem, grid, objective, orders) >= best_key[0]:
+        if pruned(bounds[s]) or (best_key is not None or shared is not None) and pruned(
+                split_tight_bound(problem, grid, objective, orders)):
             continue
         searched += 1
         groups = tile_groups(problem, grid, uopts)
@@ -191,26 +245,23 @@ def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
             keys = evaluate_orders(problem, batch, orders, objective.value)
             evaluated += keys.size
             low = float(keys.min())
-            if not np.isfinite(low) or (best_key is not None and low > best_key[0]):
+            if not np.isfinite(low) or (best_key is not None and low > best_key[0]) or (
+                    shared is not None and low > shared.get()):
                 continue
             rows, cols = np.nonzero(keys <= low)
             sel = rows[:4096]
             sub = batch.take(sel)
             sub.order = orders[cols[:4096]]
-            costs = finish(sweep(problem, sub), sub.order)
+            costs = evaluate(problem, sub)
             i = best_index(objective, costs)
             cand_key = tuple(float(k[i]) for k in [objective.key(costs), *objective.tie_keys(costs)])
             if best_key is None or cand_key < best_key:
                 best_key = cand_key
+                best_rank = rank
                 best = (to_mapping(problem, sub.tiles[i], sub.order[i], sub.unroll[i], splits[s]), costs.take(i))
+                if shared is not None:
+                    shared.offer(cand_key[0])
     if progress:
         progress(len(splits), len(splits))
-    if best is None:
-        from tileplan.errors import InfeasibleError
-        from tileplan.search.feasibility import raise_infeasible
-
-        raise_infeasible(problem)
-        raise InfeasibleError(f"no mapping of layer {problem.layer.name!r} fits {problem.arch.name}")
-    assert best is not None
-    return SearchResult("exhaustive", best[0], best[1], evaluated, space, time.perf_counter() - t0,
-                        len(splits), searched)
+    return SplitSearch(best, best_key or (), best_rank, evaluated, space, searched, len(splits),
+                       time.perf_counter() - t0)

@@ -1,0 +1,59 @@
+"""A best-so-far objective value shared by the worker processes that search one layer together.
+
+Each value lives in a small file mapped into memory (in ``/dev/shm`` where it exists): any process
+that knows the path and slot reads it and offers lower values. Writes are not atomic with the
+read before them, so a value can briefly go up again; it is always the objective of some mapping
+found, which is all pruning needs (a part of the space is skipped only when it cannot even tie).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class SharedBest:
+    """Slot ``slot`` of the shared value file at ``path`` (``inf`` until a mapping is found)."""
+
+    path: str
+    slot: int
+    _values: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def _map(self) -> np.ndarray:
+        if self._values is None:
+            self._values = np.memmap(self.path, dtype=np.float64, mode="r+")
+        return self._values
+
+    def get(self) -> float:
+        return float(self._map()[self.slot])
+
+    def offer(self, value: float) -> None:
+        """Record ``value`` if it is lower than the shared one."""
+        values = self._map()
+        if value < values[self.slot]:
+            values[self.slot] = value
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"path": self.path, "slot": self.slot, "_values": None}
+
+
+@contextmanager
+def shared_values(count: int) -> Iterator[str]:
+    """A file of ``count`` values, all ``inf``, removed on exit; yields its path."""
+    folder = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    fd, path = tempfile.mkstemp(prefix="tileplan-best-", suffix=".f64", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(np.full(max(count, 1), np.inf).tobytes())
+        yield path
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
