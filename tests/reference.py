@@ -173,3 +173,104 @@ def walk(layer: Layer, mapping: Mapping, *, burst: int, offset: tuple[int, ...] 
         counts.write_bytes += elems * b
         counts.bursts[Operand.OUTPUT] += nb
     return counts
+
+
+@dataclass
+class OnChipCounts:
+    """What :func:`walk_levels` counts (elements, summed over children)."""
+
+    fills: list[int] = field(default_factory=lambda: [0, 0, 0])
+    reads: list[int] = field(default_factory=lambda: [0, 0, 0])
+    writes: int = 0
+    footprint: list[int] = field(default_factory=lambda: [0, 0, 0])  # elements of one child, largest
+    compute_cycles: int = 0
+
+
+def walk_levels(layer: Layer, mapping: Mapping) -> OnChipCounts:
+    """Walk a one-core mapping with one on-chip level loop by loop and child by child.
+
+    Loops: the DRAM tile loops, then inside each DRAM tile the level's step loops (a step covers
+    ``tiles * fanout``); each step gives child ``k`` (a tuple over dims) the ``k``-th ``tiles``-sized
+    piece of the step. An operand's pieces are loaded at the top of the body of its innermost loop
+    that indexes it and has more than one trip anywhere; every child active in some iteration inside
+    that loop receives its piece; the parent reads each distinct piece (by the child ranges of the
+    dimensions indexing the operand) once. Outputs: every distinct piece is written back per load,
+    and read back if it was loaded before.
+    """
+    (level,) = mapping.levels
+    full = layer.dims
+    t0 = {d: min(mapping.tiles[d], full[d]) for d in DIMS}
+    t1 = {d: min(level.tiles[d], t0[d]) for d in DIMS}
+    step = {d: t1[d] * level.fanout[d] for d in DIMS}
+    loops = [(d, 0) for d in mapping.order] + [(d, 1) for d in level.order]
+    max_trips = [-(-full[d] // t0[d]) if lvl == 0 else -(-t0[d] // step[d]) for d, lvl in loops]
+    counts = OnChipCounts()
+
+    def iterations(i: int, starts: dict[tuple[Dim, int], int], idx: tuple[int, ...]):
+        if i == len(loops):
+            yield idx, dict(starts)
+            return
+        d, lvl = loops[i]
+        if lvl == 0:
+            lo, hi, size = 0, full[d], t0[d]
+        else:
+            lo = starts[(d, 0)]
+            hi, size = min(lo + t0[d], full[d]), step[d]
+        for j, s in enumerate(range(lo, hi, size)):
+            starts[(d, lvl)] = s
+            yield from iterations(i + 1, starts, idx + (j,))
+
+    def child_range(starts: dict[tuple[Dim, int], int], d: Dim, k: int) -> tuple[int, int]:
+        tile_end = min(starts[(d, 0)] + t0[d], full[d])
+        step_end = min(starts[(d, 1)] + step[d], tile_end)
+        lo = starts[(d, 1)] + k * t1[d]
+        return lo, max(lo, min(lo + t1[d], step_end))
+
+    def elements(op: Operand, rng: dict[Dim, tuple[int, int]]) -> int:
+        size = {d: rng[d][1] - rng[d][0] for d in DIMS}
+        if op is Operand.WEIGHT:
+            return size[Dim.G] * size[Dim.K] * size[Dim.C] * size[Dim.R] * size[Dim.S]
+        if op is Operand.OUTPUT:
+            return size[Dim.N] * size[Dim.G] * size[Dim.K] * size[Dim.P] * size[Dim.Q]
+        total = size[Dim.N] * size[Dim.G] * size[Dim.C] * layer.input_count
+        for dp, dk, axis, extent, pad in ((Dim.P, Dim.R, 0, layer.h, layer.pad[0]),
+                                          (Dim.Q, Dim.S, 1, layer.w, layer.pad[2])):
+            lo = rng[dp][0] * layer.stride[axis] + rng[dk][0] * layer.dilation[axis] - pad
+            hi = (rng[dp][1] - 1) * layer.stride[axis] + (rng[dk][1] - 1) * layer.dilation[axis] - pad + 1
+            total *= max(0, min(hi, extent) - max(lo, 0))
+        return total
+
+    children = list(product(*[range(level.fanout[d]) for d in DIMS]))
+    events: dict[Operand, dict[tuple[int, ...], dict[tuple[int, ...], dict[Dim, tuple[int, int]]]]] = {
+        op: {} for op in Operand}
+    for idx, starts in iterations(0, {}, ()):
+        ranges = {k: {d: child_range(starts, d, k[d]) for d in DIMS} for k in children}
+        active = [k for k in children if all(r[1] > r[0] for r in ranges[k].values())]
+        counts.compute_cycles += max(math.prod(r[1] - r[0] for r in ranges[k].values()) for k in active)
+        for op in Operand:
+            live = [i for i, (d, _) in enumerate(loops) if d in RELEVANT[op] and max_trips[i] > 1]
+            q = max(live, default=-1)
+            receivers = events[op].setdefault(idx[:q + 1], {})
+            for k in active:
+                receivers[k] = ranges[k]
+    seen: set[tuple] = set()
+    for op in Operand:
+        if op is Operand.WEIGHT and not layer.has_weights:
+            continue
+        for receivers in events[op].values():
+            distinct: dict[tuple, int] = {}
+            for rng in receivers.values():
+                elems = elements(op, rng)
+                counts.fills[op] += elems
+                counts.footprint[op] = max(counts.footprint[op], elems)
+                distinct[tuple(rng[d] for d in DIMS if d in RELEVANT[op])] = elems
+            for key, elems in distinct.items():
+                if op is not Operand.OUTPUT:
+                    counts.reads[op] += elems
+                    continue
+                counts.writes += elems
+                if key in seen:
+                    counts.reads[op] += elems
+                seen.add(key)
+    counts.fills[Operand.OUTPUT] = counts.reads[Operand.OUTPUT]
+    return counts

@@ -20,9 +20,8 @@ from tileplan import arch as arch_mod
 from tileplan.arch.overrides import apply_overrides
 from tileplan.arch.spec import Arch, AxisMode
 from tileplan.compare import Comparison
-from tileplan.cost.batch import MappingBatch
 from tileplan.cost.bounds import compulsory_bytes, io_lower_bound_bytes
-from tileplan.cost.model import evaluate as evaluate_batch
+from tileplan.cost.levels import evaluate_mappings, level_errors
 from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, OPERANDS, Dim, Operand
 from tileplan.errors import InfeasibleError, MappingError, TileplanError, WorkloadError
@@ -159,7 +158,10 @@ def evaluate(layer: Layer, arch: str | Path | Arch, mapping: Mapping, *,
     a = load_arch(arch)
     problem = Problem(layer.with_precision(_precision(a, precision_bytes)), a)
     validate_mapping(problem, mapping)
-    costs = evaluate_batch(problem, MappingBatch.from_mappings([mapping]))
+    level_problems = level_errors(problem, mapping)
+    if len(mapping.levels) > 1 or (mapping.levels and mapping.spatial):
+        raise MappingError(level_problems[0])
+    costs = evaluate_mappings(problem, [mapping])
     if not costs.feasible[0]:
         factor = 2 if a.double_buffering else 1
         over = []
@@ -168,6 +170,7 @@ def evaluate(layer: Layer, arch: str | Path | Arch, mapping: Mapping, *,
                 dbl = " double-buffered" if factor == 2 else ""
                 over.append(f"memory {mem.name!r} holds {mem.size_bytes} B but the{dbl} tiles of "
                             f"{', '.join(mem.operands)} need {need * factor} B")
+        over.extend(level_problems)
         raise MappingError(f"mapping does not fit layer {layer.name!r} on {a.name}: " + "; ".join(over))
     return LayerCost.from_batch(costs, 0, a.dram_bytes_per_cycle)
 

@@ -11,6 +11,9 @@
   stationary keeps all input channels of its filters: ``hoist={WEIGHT: {C}}``).
 * ``spatial``: per PE-array axis of the accelerator, the (dimension, unroll factor) pairs it unrolls.
 * ``layouts``: DRAM dimension order of each tensor, outermost first (``NCHW``, ``KCRS``, ``NKPQ``).
+* ``levels``: on-chip levels below the DRAM tiles (MARVEL's level-2/level-1, Timeloop's inner
+  levels), outermost first; each is a :class:`Level`. Empty (the default) is the two-level mapping
+  DRAM <-> on-chip memories with ``spatial`` unrolling, costed exactly as before levels existed.
 """
 
 from __future__ import annotations
@@ -58,6 +61,50 @@ def _count(value: object, what: str) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class Level:
+    """One level below its parent tile: per dimension, the tile a child memory holds (a PE's L1;
+    clipped to the parent tile), the spatial ``fanout`` (children working at once; one temporal step
+    covers ``tiles * fanout`` of the parent tile) and the ``order`` of those steps, outermost first.
+    """
+
+    tiles: tuple[int, ...]
+    fanout: tuple[int, ...] = ONES
+    order: tuple[Dim, ...] = DIMS
+
+    def __post_init__(self) -> None:
+        for name in ("tiles", "fanout"):
+            values = getattr(self, name)
+            if len(values) != NDIMS or any(not isinstance(v, int) or v < 1 for v in values):
+                raise MappingError(f"level {name} must be {NDIMS} positive integers (N G K C P Q R S), "
+                                   f"got {values}")
+        if sorted(self.order) != list(DIMS):
+            raise MappingError(f"level order must list each of N G K C P Q R S once, got "
+                               f"{' '.join(Dim(d).name for d in self.order)}")
+        object.__setattr__(self, "order", tuple(Dim(d) for d in self.order))
+
+    @property
+    def step(self) -> tuple[int, ...]:
+        """Elements of every dimension one temporal step covers (``tiles * fanout``)."""
+        return tuple(t * f for t, f in zip(self.tiles, self.fanout, strict=True))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tiles": {d.name: self.tiles[d] for d in DIMS},
+                "fanout": {d.name: self.fanout[d] for d in DIMS if self.fanout[d] > 1},
+                "order": [d.name for d in self.order]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Level:
+        extra = set(data) - {"tiles", "fanout", "order"}
+        if extra:
+            raise MappingError(f"level has unknown fields {sorted(extra)}; known: fanout, order, tiles")
+        tiles_in = {Dim.parse(k): int(v) for k, v in data.get("tiles", {}).items()}
+        fan_in = {Dim.parse(k): int(v) for k, v in data.get("fanout", {}).items()}
+        order_in = data.get("order", [d.name for d in DIMS])
+        return cls(tiles=tuple(tiles_in.get(d, 1) for d in DIMS), fanout=tuple(fan_in.get(d, 1) for d in DIMS),
+                   order=tuple(Dim.parse(c) for c in (order_in if isinstance(order_in, list) else list(order_in))))
+
+
+@dataclass(frozen=True, slots=True)
 class Mapping:
     """One point of the mapping space (see the module docstring for the fields' meaning)."""
 
@@ -68,6 +115,7 @@ class Mapping:
     core_split: tuple[int, ...] = ONES
     spatial: tuple[tuple[tuple[Dim, int], ...], ...] = ()
     layouts: tuple[str, str, str] = DEFAULT_LAYOUTS
+    levels: tuple[Level, ...] = ()
     _key: tuple[object, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -95,7 +143,7 @@ class Mapping:
                 raise MappingError(f"layout of {op.label} must be a permutation of "
                                    f"{LAYOUT_LETTERS[op]}, got {layout!r}")
         object.__setattr__(self, "_key", (self.tiles, self.order, self.hoist, self.cluster_split,
-                                          self.core_split, self.spatial, self.layouts))
+                                          self.core_split, self.spatial, self.layouts, self.levels))
 
     # ----------------------------------------------------------------- convenience
     def tile(self, d: Dim) -> int:
@@ -130,6 +178,14 @@ class Mapping:
         for d in self.order:
             lines.append(f"{indent}for {d.name.lower()}0 in range({d.name}) step {self.tiles[d]}:")
             indent += "  "
+        for depth, level in enumerate(self.levels, start=1):
+            for d in level.order:
+                lines.append(f"{indent}for {d.name.lower()}{depth} in range({d.name.lower()}{depth - 1} tile) "
+                             f"step {level.step[d]}:")
+                indent += "  "
+            fan = [f"{d.name}{level.fanout[d]}" for d in DIMS if level.fanout[d] > 1]
+            lines.append(f"{indent}# level {depth} tile {' '.join(f'{d.name}{level.tiles[d]}' for d in DIMS)}"
+                         f"{' on ' + ' x '.join(fan) + ' children' if fan else ''}")
         hoisted = [f"{op.label} spans {''.join(sorted(d.name for d in self.hoist[op]))}"
                    for op in OPERANDS if self.hoist[op]]
         if hoisted:
@@ -156,7 +212,7 @@ class Mapping:
             },
             "spatial": [{d.name: f for d, f in axis} for axis in self.spatial],
             "layouts": {op.label: layout for op, layout in zip(OPERANDS, self.layouts, strict=True)},
-        }
+        } | ({"levels": [level.to_dict() for level in self.levels]} if self.levels else {})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -164,7 +220,7 @@ class Mapping:
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, dims: dict[Dim, int] | None = None) -> Mapping:
         """Parse :meth:`to_dict` output. Missing tiles default to the full dimension (``dims``) or 1."""
-        known = {"tiles", "order", "hoist", "split", "spatial", "layouts"}
+        known = {"tiles", "order", "hoist", "split", "spatial", "layouts", "levels"}
         extra = set(data) - known
         if extra:
             raise MappingError(f"mapping has unknown fields {sorted(extra)}; known: {sorted(known)}")
@@ -190,11 +246,12 @@ class Mapping:
             layouts = list(DEFAULT_LAYOUTS)
             for op_name, lay in lay_in.items():
                 layouts[Operand.parse(op_name)] = str(lay).upper()
+            levels = tuple(Level.from_dict(lv) for lv in data.get("levels", []))
         except (ValueError, TypeError, AttributeError) as err:
             raise MappingError(f"malformed mapping: {err}") from None
         return cls(tiles=tiles, order=tuple(order_list), hoist=(hoist[0], hoist[1], hoist[2]),
                    cluster_split=tuple(cluster), core_split=tuple(core), spatial=spatial,
-                   layouts=(layouts[0], layouts[1], layouts[2]))
+                   layouts=(layouts[0], layouts[1], layouts[2]), levels=levels)
 
     @classmethod
     def from_json(cls, text: str, *, dims: dict[Dim, int] | None = None) -> Mapping:

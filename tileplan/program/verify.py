@@ -8,8 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tileplan.arch.spec import Arch
-from tileplan.cost.batch import MappingBatch
-from tileplan.cost.model import evaluate
+from tileplan.cost.levels import evaluate_mappings
 from tileplan.cost.problem import Problem
 from tileplan.mapping import Mapping
 from tileplan.program.executor import ExecResult, execute
@@ -107,7 +106,7 @@ def compare(layer: Layer, arch: Arch, mapping: Mapping, program: Program, result
     """Set an execution's counts beside the model's prediction (``expected``: reference output,
     ``None`` when the layer computes nothing, as a concat)."""
     problem = Problem(layer, arch)
-    cost = evaluate(problem, MappingBatch.from_mappings([mapping]))
+    cost = evaluate_mappings(problem, [mapping])
 
     def ints(values: np.ndarray) -> tuple[int, int, int]:
         return (int(round(values[0])), int(round(values[1])), int(round(values[2])))

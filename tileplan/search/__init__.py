@@ -12,6 +12,7 @@ from tileplan.errors import TileplanError
 from tileplan.search.baselines import ma, smartshuttle_rules, zhang
 from tileplan.search.eplanner import eplanner
 from tileplan.search.exhaustive import exhaustive
+from tileplan.search.marvel import marvel, marvel_joint, nvdla, rs, shidiannao
 from tileplan.search.objective import DramModel, Objective, best_index, recost, volume_problem
 from tileplan.search.random_search import random_search
 from tileplan.search.result import SearchResult
@@ -40,14 +41,26 @@ STRATEGIES: dict[str, Strategy] = {
     "smartshuttle-rules": smartshuttle_rules,
 }
 
+#: Strategies over multi-level mappings (an on-chip level below the DRAM tiles, ``cost.levels``).
+#: Their costs include the register-file level, so they are compared among themselves, not with
+#: the two-level strategies above.
+LEVEL_STRATEGIES: dict[str, Strategy] = {
+    "marvel": marvel,
+    "marvel-joint": marvel_joint,
+    "rs": rs,
+    "nvdla": nvdla,
+    "shidiannao": shidiannao,
+}
+
 
 def run(name: str, problem: Problem, objective: Objective, *, dram_model: DramModel | str = DramModel.BURST,
         **options: Any) -> SearchResult:
     """Run strategy ``name`` (options it does not take are ignored). With ``dram_model="volume"`` the
     strategy chooses on the volume model and the result is re-costed with the full model."""
-    if name not in STRATEGIES:
-        raise TileplanError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
-    fn = STRATEGIES[name]
+    known = STRATEGIES | LEVEL_STRATEGIES
+    if name not in known:
+        raise TileplanError(f"unknown strategy {name!r}; choose one of {', '.join(known)}")
+    fn = known[name]
     accepted = fn.__code__.co_varnames[: fn.__code__.co_argcount + fn.__code__.co_kwonlyargcount]
     kwargs = {k: v for k, v in options.items() if k in accepted}
     if DramModel.parse(str(dram_model)) is DramModel.BURST:
@@ -56,5 +69,5 @@ def run(name: str, problem: Problem, objective: Objective, *, dram_model: DramMo
     return dataclasses.replace(chosen, cost=recost(problem, chosen.mapping))
 
 
-__all__ = ["STRATEGIES", "DramModel", "Objective", "SearchResult", "best_index", "exhaustive", "random_search",
-           "run", "tso", "tso_noburst"]
+__all__ = ["LEVEL_STRATEGIES", "STRATEGIES", "DramModel", "Objective", "SearchResult", "best_index", "exhaustive",
+           "random_search", "run", "tso", "tso_noburst"]

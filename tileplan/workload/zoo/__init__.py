@@ -17,6 +17,7 @@ from tileplan.workload.network import Network
 from tileplan.workload.zoo.classic import alexnet, lenet5, vgg16, vgg19
 from tileplan.workload.zoo.densenet import densenet121
 from tileplan.workload.zoo.inception import googlenet, inceptionv3
+from tileplan.workload.zoo.marvel import marvel15
 from tileplan.workload.zoo.mobile import mobilenetv2
 from tileplan.workload.zoo.resnet import resnet18, resnet50, resnext50
 from tileplan.workload.zoo.squeezenet import squeezenet1_0, squeezenet1_1
@@ -42,6 +43,10 @@ BUILDERS: dict[str, Callable[[int], Network]] = {
 }
 
 
+#: Workload sets: independent layers that papers evaluate, usable wherever a network name is.
+SETS: dict[str, Callable[[int], Network]] = {"marvel15": marvel15}
+
+
 def names() -> list[str]:
     """Names of the built-in networks, in a stable order."""
     return list(BUILDERS)
@@ -50,13 +55,13 @@ def names() -> list[str]:
 def get(name: str, batch: int = 1) -> Network:
     """The built-in network ``name`` at batch size ``batch``."""
     key = name.strip().lower().replace("-", "").replace("_", "")
-    for known, builder in BUILDERS.items():
+    for known, builder in (BUILDERS | SETS).items():
         if known.replace("_", "") == key:
             if batch < 1:
                 raise WorkloadError(f"batch size must be positive, got {batch}")
             return builder(batch)
-    raise WorkloadError(f"unknown network {name!r}; built-in networks are: {', '.join(BUILDERS)} "
-                        f"(or give a path to an .onnx file)")
+    raise WorkloadError(f"unknown network {name!r}; built-in networks are: {', '.join(BUILDERS)}; "
+                        f"workload sets: {', '.join(SETS)} (or give a path to an .onnx file)")
 
 
 def _kernel_cells(layer: Layer) -> tuple[str, str, str, int]:

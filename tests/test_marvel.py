@@ -1,0 +1,114 @@
+"""MARVEL over the one multi-level model: the off-chip DB search against the paper's Table 3, the
+decoupled search against the joint exhaustive one, and the fixed-dataflow baselines."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import pytest
+from test_levels import _arch
+
+from tileplan.arch import load
+from tileplan.cost.problem import Problem
+from tileplan.dims import DIMS, Dim
+from tileplan.mapping import DEFAULT_LAYOUTS, layout_options
+from tileplan.search import LEVEL_STRATEGIES, run
+from tileplan.search.marvel_offchip import OffChip, db_blocks, fits, offchip
+from tileplan.search.marvel_onchip import OnChipOptions, onchip
+from tileplan.search.objective import Objective
+from tileplan.workload import zoo
+from tileplan.workload.layer import Layer
+from tileplan.workload.zoo.marvel import TABLE3, MarvelLayer
+
+EYERISS = load("eyeriss")
+#: MARVEL's innermost layout letters (W, I, O) in ours: its P is our Q (the width), X the input width;
+#: a channelwise layer's C is our groups, which the weight's K letter carries.
+W_LETTER = {"C": "C", "K": "K", "R": "R", "S": "S"}
+I_LETTER = {"X": "W", "Y": "H", "C": "C"}
+O_LETTER = {"P": "Q", "Q": "P", "K": "K"}
+
+
+@cache
+def _offchip(label: str) -> tuple[Problem, OffChip]:
+    row = next(r for r in TABLE3 if r.label == label)
+    problem = Problem(row.layer(), EYERISS)
+    return problem, offchip(problem)
+
+
+def _paper_layouts(row: MarvelLayer) -> tuple[str, str, str]:
+    w, i, o = row.innermost
+    w_ours = "K" if row.channelwise and w == "C" else W_LETTER[w]
+    inner = (I_LETTER[i], w_ours, O_LETTER[o])
+    out = [default.replace(x, "") + x for x, default in zip(inner, DEFAULT_LAYOUTS, strict=True)]
+    return out[0], out[1], out[2]
+
+
+@pytest.mark.parametrize("row", TABLE3, ids=[r.label for r in TABLE3])
+def test_db_optimum_at_most_the_papers_level3_choice(row: MarvelLayer) -> None:
+    problem, off = _offchip(row.label)
+    tiles = np.array([row.our_tiles()])
+    lay = _paper_layouts(row)
+    codes = np.array([[layout_options(op).index(lay[op]) for op in range(3)]])
+    paper, _ = db_blocks(problem, tiles, codes)
+    assert np.isfinite(off.blocks)
+    if fits(problem, tiles)[0]:
+        assert off.blocks <= paper[0]
+    # the choice is the model's own count for the chosen tiles and layouts
+    chosen = np.array([off.mapping.tiles])
+    ccodes = np.array([[layout_options(op).index(off.mapping.layouts[op]) for op in range(3)]])
+    assert db_blocks(problem, chosen, ccodes)[0][0] == off.blocks
+    assert off.best_order_bursts <= off.order_bursts
+
+
+@pytest.mark.parametrize("label", ["L2", "L3", "L4"])
+def test_depthwise_keeps_whole_windows(label: str) -> None:
+    """The paper's observation: depthwise layers keep full P, Q, R, S level-3 tiles."""
+    problem, off = _offchip(label)
+    for d in (Dim.P, Dim.Q, Dim.R, Dim.S):
+        assert off.mapping.tiles[d] == problem.dims[d]
+
+
+def test_slope_order_puts_the_most_negative_slope_innermost() -> None:
+    _, off = _offchip("L8")
+    inner = off.mapping.order[-1]
+    assert off.slopes[inner] == min(off.slopes)
+
+
+def _tiny() -> tuple[Problem, Problem]:
+    layer = Layer.conv("tiny", c_in=2, h=5, w=5, k_out=4, r=3, s=3, pad=0)
+    arch = _arch(axes=[{"name": "pe", "size": 8, "dims": ["K"]}], unified=2048, double_buffering=True)
+    small_rf = arch.register_file.model_copy(update={"weights_bytes": 64, "inputs_bytes": 64, "psums_bytes": 64})
+    return Problem(layer, arch), Problem(layer, arch.model_copy(update={"register_file": small_rf}))
+
+
+@pytest.mark.parametrize(("objective", "which"), [(Objective.LATENCY, 0), (Objective.ENERGY, 1)])
+def test_joint_never_worse_than_decoupled(objective: Objective, which: int) -> None:
+    for problem in _tiny()[which:which + 1]:
+        dec = run("marvel", problem, objective)
+        joint = run("marvel-joint", problem, objective)
+        assert objective.key(joint.cost)[0] <= objective.key(dec.cost)[0]
+        assert joint.evaluated > dec.evaluated
+
+
+@pytest.mark.parametrize(("name", "dims"), [("rs", {Dim.P, Dim.R}), ("nvdla", {Dim.K, Dim.C}),
+                                            ("shidiannao", {Dim.P, Dim.Q})])
+def test_baselines_fan_out_over_their_dims_only(name: str, dims: set[Dim]) -> None:
+    problem = Problem(TABLE3[3].layer(), EYERISS)  # L4, a 3x3 depthwise convolution
+    res = run(name, problem, Objective.LATENCY)
+    (level,) = res.mapping.levels
+    assert {d for d in DIMS if level.fanout[d] > 1} <= dims
+    assert res.cost.feasible[0]
+    # the unrestricted on-chip search under the same level-3 mapping is never worse
+    base = res.mapping.__class__(tiles=res.mapping.tiles, order=res.mapping.order, layouts=res.mapping.layouts)
+    free = onchip(problem, base, Objective.LATENCY, OnChipOptions(unroll_rs=False, max_parallel=2, min_utilization=0))
+    assert free is not None and free.cost.latency_cycles[0] <= res.cost.latency_cycles[0]
+
+
+def test_marvel15_is_a_workload_and_marvel_runs_on_it() -> None:
+    net = zoo.get("marvel15")
+    assert len(net.layers) == 15
+    assert {"marvel", "marvel-joint", "rs", "nvdla", "shidiannao"} <= set(LEVEL_STRATEGIES)
+    res = run("marvel", Problem(net.layers[3], load("edge")), Objective.LATENCY)
+    assert res.cost.feasible[0] and len(res.mapping.levels) == 1
+    assert res.mapping.tiles[Dim.P] == 5  # the off-chip choice is platform-independent (same L2, blocks)

@@ -1,0 +1,304 @@
+"""The multi-level model: the DRAM level of ``cost.model`` plus on-chip levels below it, vectorised.
+
+A mapping with ``levels`` (see ``mapping.Level``) runs, per core, the DRAM tile loops (``order``,
+``tiles``), then inside each DRAM tile the level's temporal step loops (``level.order``), each step
+spreading ``level.fanout`` children (PEs) over ``level.tiles``-sized pieces; each child holds its
+piece of every operand in its own memory (L1: the arch's register file) and computes it.
+
+The reload rule is the one of the DRAM level, applied to the flattened loop nest (DRAM loops, then
+step loops): a child's tile of operand X is loaded once per iteration of every loop at or outside
+the innermost loop that indexes X and has more than one trip (``q``); loops inside ``q`` that do not
+index X give reuse. At each load, every child active somewhere inside ``q`` receives its piece;
+children that differ only along dimensions not indexing X receive the same piece, which the parent
+memory reads once and the NoC multicasts. Outputs are written back once per visit and reduced across
+children that differ only along dimensions not indexing the output (spatial reduction); a revisit
+reads the partial sums back. Every count is an exact sum over positions, remainders included,
+computed as a product of per-dimension sums (``cost.leveldims``).
+
+With no levels a mapping is the two-level special case and :func:`evaluate_mappings` returns
+exactly what ``cost.model.evaluate`` returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from tileplan.cost.batch import CostBatch, MappingBatch
+from tileplan.cost.leveldims import gather_halo, gather_stats
+from tileplan.cost.model import evaluate
+from tileplan.cost.problem import CoreSlice, Problem
+from tileplan.dims import DIMS, NDIMS, OPERANDS, RELEVANT, Dim, Operand
+from tileplan.errors import MappingError
+from tileplan.mapping import Mapping
+
+_RELEVANT = np.array([[d in RELEVANT[op] for d in DIMS] for op in OPERANDS], dtype=bool)
+_PLAIN: dict[Operand, tuple[Dim, ...]] = {  # storage dimensions indexed by one loop dimension
+    Operand.INPUT: (Dim.N, Dim.G, Dim.C),
+    Operand.WEIGHT: (Dim.G, Dim.K, Dim.C, Dim.R, Dim.S),
+    Operand.OUTPUT: (Dim.N, Dim.G, Dim.K, Dim.P, Dim.Q),
+}
+
+
+@dataclass
+class LevelBatch:
+    """One on-chip level of ``n`` candidates: (n, 8) child tiles, fan-outs and step orders."""
+
+    tiles: np.ndarray
+    fanout: np.ndarray
+    order: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.tiles.shape[0])
+
+    @classmethod
+    def from_mappings(cls, mappings: Sequence[Mapping]) -> LevelBatch:
+        """Pack the (single) on-chip level of every mapping."""
+        if any(len(m.levels) != 1 for m in mappings):
+            raise MappingError("the multi-level model takes mappings with exactly one on-chip level "
+                               "(the arch's register file / L1 below its on-chip memories)")
+        return cls(np.array([m.levels[0].tiles for m in mappings], dtype=np.int64),
+                   np.array([m.levels[0].fanout for m in mappings], dtype=np.int64),
+                   np.array([[int(d) for d in m.levels[0].order] for m in mappings], dtype=np.int64))
+
+
+@dataclass
+class LevelCosts:
+    """On-chip traffic of ``n`` candidates, in elements summed over all cores (arrays (n,) or (n, 3)).
+
+    ``child_fills``: elements written into children's memories (each receiver counted);
+    ``parent_reads``: elements the on-chip memory reads for them (a multicast read once; output:
+    partial sums read back); ``parent_writes``: output elements written back after spatial reduction;
+    ``child_footprint``: bytes one child holds of each operand; ``noc_bytes``: parent reads and writes
+    in bytes (partial-sum precision for outputs).
+    """
+
+    child_fills: np.ndarray
+    parent_reads: np.ndarray
+    parent_writes: np.ndarray
+    child_footprint: np.ndarray
+    noc_bytes: np.ndarray
+    noc_cycles: np.ndarray  # the slowest core's NoC time
+    compute_cycles: np.ndarray  # the slowest core
+    children: np.ndarray  # fan-out product (PEs a step asks for)
+    feasible: np.ndarray
+
+
+def _irrelevant_factors(stats: list[dict[str, np.ndarray]], state: np.ndarray, op: Operand
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """Products over the dimensions not indexing ``op`` of (receivers, distinct pieces) per load."""
+    n = state.shape[0]
+    recv = np.ones(n, dtype=np.int64)
+    distinct = np.ones(n, dtype=np.int64)
+    for d in DIMS:
+        if d in RELEVANT[op]:
+            continue
+        s = state[:, d]
+        st = stats[d]
+        recv *= np.choose(s, [st["recv_any"], st["recv_tile"], st["leaves"]])
+        distinct *= np.choose(s, [np.ones(n, dtype=np.int64), st["tiles"], st["steps"]])
+    return recv, distinct
+
+
+def _states(order0: np.ndarray, order1: np.ndarray, trips0: np.ndarray, trips1: np.ndarray, op: Operand
+            ) -> np.ndarray:
+    """(n, 8): how many of each dimension's two loops (DRAM, step) are at or outside ``q``."""
+    n = order0.shape[0]
+    rows = np.arange(n)[:, None]
+    pos0 = np.empty_like(order0)
+    pos1 = np.empty_like(order1)
+    pos0[rows, order0] = np.arange(NDIMS)
+    pos1[rows, order1] = NDIMS + np.arange(NDIMS)
+    rel = _RELEVANT[op][None, :]
+    live0 = rel & (trips0 > 1)
+    live1 = rel & (trips1 > 1)
+    q = np.maximum(np.max(np.where(live0, pos0, -1), axis=1), np.max(np.where(live1, pos1, -1), axis=1))
+    return (pos0 <= q[:, None]).astype(np.int64) + (pos1 <= q[:, None]).astype(np.int64)
+
+
+@dataclass
+class _CoreSweep:
+    """Order-independent quantities of one core shape (arrays over candidates)."""
+
+    stats: list[dict[str, np.ndarray]]
+    trips0: np.ndarray
+    trips1: np.ndarray
+    elems: list[np.ndarray]  # per operand: elements of one sweep of its pieces (input: every addend)
+    footprint: np.ndarray  # (n, 3) bytes one child holds
+    compute: np.ndarray
+
+
+def _core_sweep(problem: Problem, core: CoreSlice, tiles0: np.ndarray, tiles: np.ndarray, fanout: np.ndarray
+                ) -> _CoreSweep:
+    n = len(tiles0)
+    length = np.array(core.length, dtype=np.int64)
+    t0 = np.minimum(tiles0, length)
+    stats = [gather_stats(int(length[d]), t0[:, d], tiles[:, d], fanout[:, d]) for d in DIMS]
+    box = np.stack([s["box"] for s in stats], axis=1)
+    prec = problem.precision
+    footprint = np.zeros((n, 3), dtype=np.int64)
+    elems_of = []
+    for op in OPERANDS:
+        elems = np.full(n, int(np.prod([length[d] for d in _PLAIN[op]])), dtype=np.int64)
+        piece = np.prod(box[:, list(_PLAIN[op])], axis=1)
+        copies = problem.layer.input_count if op is Operand.INPUT else 1
+        if op is Operand.INPUT:
+            for axis, (dp, dk) in enumerate(((Dim.P, Dim.R), (Dim.Q, Dim.S))):
+                size = problem.in_h if axis == 0 else problem.in_w
+                total, widest = gather_halo(
+                    int(length[dp]), int(length[dk]), problem.input_window_start(axis, core.offset[dp]), size,
+                    problem.stride[axis], problem.dilation[axis],
+                    (t0[:, dp], tiles[:, dp], fanout[:, dp]), (t0[:, dk], tiles[:, dk], fanout[:, dk]))
+                elems = elems * total
+                piece = piece * widest
+        elems_of.append(copies * elems)
+        if problem.has_operand[op]:
+            footprint[:, op] = copies * piece * (prec.psum if op is Operand.OUTPUT else prec.of(op))
+    steps = np.prod(np.stack([s["step_max"] for s in stats], axis=1), axis=1)
+    compute = np.ceil(steps * float(problem.op_factor) / problem.arch.pe_array.macs_per_pe_per_cycle)
+    return _CoreSweep(stats, np.stack([s["tiles"] for s in stats], axis=1),
+                      np.stack([s["step_trips"] for s in stats], axis=1), elems_of, footprint, compute)
+
+
+def _core_order(problem: Problem, cs: _CoreSweep, order0: np.ndarray, order1: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-core on-chip counts of one core shape under the loop orders."""
+    n = len(cs.compute)
+    order0 = np.broadcast_to(order0, (n, NDIMS))
+    order1 = np.broadcast_to(order1, (n, NDIMS))
+    prec = problem.precision
+    fills = np.zeros((n, 3), dtype=np.int64)
+    reads = np.zeros((n, 3), dtype=np.int64)
+    writes = np.zeros(n, dtype=np.int64)
+    for op in OPERANDS:
+        if not problem.has_operand[op]:
+            continue
+        recv, distinct = _irrelevant_factors(cs.stats, _states(order0, order1, cs.trips0, cs.trips1, op), op)
+        elems = cs.elems[op]
+        if op is Operand.OUTPUT:
+            writes = elems * distinct
+            reads[:, op] = writes - elems
+            fills[:, op] = reads[:, op]
+        else:
+            fills[:, op] = elems * recv
+            reads[:, op] = elems * distinct
+    noc = reads[:, 0] * prec.input + reads[:, 1] * prec.weight + (reads[:, 2] + writes) * prec.psum
+    return {"fills": fills, "reads": reads, "writes": writes, "noc": noc}
+
+
+@dataclass
+class OnChipSweep:
+    """Stage one of the on-chip model for a batch sharing one core split: everything but the orders."""
+
+    problem: Problem
+    counts: np.ndarray  # cores of each shape
+    cores: list[_CoreSweep]
+    children: np.ndarray
+    feasible: np.ndarray
+    footprint: np.ndarray
+    compute: np.ndarray
+
+
+def onchip_sweep(problem: Problem, batch: MappingBatch, tiles: np.ndarray, fanout: np.ndarray) -> OnChipSweep:
+    """Stage one: per core shape, the per-dimension sums, footprints and compute cycles."""
+    arch = problem.arch
+    grid = problem.core_grid(batch.cluster_split, batch.core_split)
+    counts = np.bincount(grid.shape_of, minlength=len(grid.shapes))
+    cores = [_core_sweep(problem, core, batch.tiles, tiles, fanout) for core in grid.shapes]
+    footprint = np.max([c.footprint for c in cores], axis=0)
+    rf = arch.register_file
+    capacity = np.array([rf.inputs_bytes, rf.weights_bytes, rf.psums_bytes], dtype=np.int64)
+    factor = 2 if arch.double_buffering else 1
+    children = np.prod(fanout, axis=1)
+    feasible = np.all(footprint * factor <= capacity[None, :], axis=1) & (
+        children <= arch.total_pes(problem.precision.input))
+    return OnChipSweep(problem, counts, cores, children, feasible, footprint,
+                       np.max([c.compute for c in cores], axis=0))
+
+
+def onchip_finish(sw: OnChipSweep, order0: np.ndarray, order1: np.ndarray) -> LevelCosts:
+    """Stage two: the DRAM and step loop orders ((n, 8) or (8,)) give every count."""
+    per = [_core_order(sw.problem, c, order0, order1) for c in sw.cores]
+    total = {key: np.sum([int(k) * p[key] for p, k in zip(per, sw.counts, strict=True)], axis=0)
+             for key in ("fills", "reads", "writes", "noc")}
+    noc_core = np.max([p["noc"] for p in per], axis=0).astype(np.float64)
+    bw = sw.problem.arch.noc_bytes_per_cycle
+    noc_cycles = noc_core / bw if bw is not None else np.zeros(len(sw.feasible))
+    return LevelCosts(total["fills"], total["reads"], total["writes"], sw.footprint, total["noc"], noc_cycles,
+                      sw.compute, sw.children, sw.feasible)
+
+
+def onchip_costs(problem: Problem, batch: MappingBatch, lv: LevelBatch) -> LevelCosts:
+    """On-chip counts of a batch sharing one core split (see the module docstring)."""
+    return onchip_finish(onchip_sweep(problem, batch, lv.tiles, lv.fanout), batch.order, lv.order)
+
+
+def combine(problem: Problem, dram: CostBatch, dram_batch: MappingBatch, oc: LevelCosts) -> CostBatch:
+    """The DRAM level's costs with the on-chip levels' time and energy (energy: counts x unit prices,
+    in this one place)."""
+    arch = problem.arch
+    prec = problem.precision
+    feasible = dram.feasible & oc.feasible
+    inf = np.where(feasible, 0.0, np.inf)
+    dram_cycles = np.where(dram.feasible, dram.dram_cycles, 0.0)
+    onchip = np.maximum(oc.compute_cycles, oc.noc_cycles)
+    latency = np.maximum(onchip, dram_cycles) if arch.overlap else onchip + dram_cycles
+    e_mem = [m.energy_pj_per_byte for m in arch.memories]
+    buffer = np.zeros(len(feasible))
+    dram_bytes = np.nan_to_num(dram.dram_bytes_by_operand, posinf=0.0)
+    for op in OPERANDS:
+        on_bytes = oc.parent_reads[:, op] * (prec.psum if op is Operand.OUTPUT else prec.of(op))
+        if op is Operand.OUTPUT:
+            on_bytes = on_bytes + oc.parent_writes * prec.psum
+        buffer += (dram_bytes[:, op] + on_bytes) * e_mem[problem.memory_of_operand[op]]
+    macs = int(np.prod(problem.dims)) * problem.op_factor  # the cores partition the layer
+    energy = np.zeros((len(feasible), 5))
+    energy[:, 0] = macs * arch.energy.mac_pj
+    energy[:, 1] = (3 * macs + oc.child_fills.sum(axis=1)) * arch.register_file.energy_pj_per_access
+    energy[:, 2] = buffer
+    energy[:, 3] = oc.noc_bytes * arch.noc.energy_pj_per_byte
+    energy[:, 4] = dram_bytes.sum(axis=1) * arch.dram.energy_pj_per_byte
+    return replace(dram, feasible=feasible, dram_cycles=dram_cycles + inf, compute_cycles=oc.compute_cycles + inf,
+                   noc_cycles=oc.noc_cycles + inf, latency_cycles=latency + inf,
+                   energy_breakdown_pj=energy + inf[:, None])
+
+
+def evaluate_levels(problem: Problem, batch: MappingBatch, lv: LevelBatch) -> tuple[CostBatch, LevelCosts]:
+    """Costs of multi-level candidates: the DRAM level by ``cost.model``, the rest by this module."""
+    oc = onchip_costs(problem, batch, lv)
+    return combine(problem, evaluate(problem, batch), batch, oc), oc
+
+
+def evaluate_mappings(problem: Problem, mappings: Sequence[Mapping]) -> CostBatch:
+    """Costs of mappings sharing one core split and one depth (all two-level, or all with a level)."""
+    batch = MappingBatch.from_mappings(mappings)
+    if not mappings[0].levels:
+        if any(m.levels for m in mappings):
+            raise MappingError("a batch mixes two-level and multi-level mappings; group them first")
+        return evaluate(problem, batch)
+    return evaluate_levels(problem, batch, LevelBatch.from_mappings(mappings))[0]
+
+
+def level_errors(problem: Problem, mapping: Mapping) -> list[str]:
+    """Why ``mapping``'s on-chip level cannot run on ``problem``'s arch (empty: it can)."""
+    if not mapping.levels:
+        return []
+    if len(mapping.levels) > 1:
+        return [f"{problem.arch.name} has one memory level below its on-chip memories (the register file); "
+                f"the mapping has {len(mapping.levels)} levels"]
+    if mapping.spatial:
+        return ["a mapping with levels spreads work by its levels' fan-outs; leave spatial empty"]
+    out = []
+    _, oc = evaluate_levels(problem, MappingBatch.from_mappings([mapping]), LevelBatch.from_mappings([mapping]))
+    pes = problem.arch.total_pes(problem.precision.input)
+    if oc.children[0] > pes:
+        out.append(f"level fan-out asks for {int(oc.children[0])} PEs but {problem.arch.name} has {pes}")
+    rf = problem.arch.register_file
+    factor = 2 if problem.arch.double_buffering else 1
+    for op, cap in zip(OPERANDS, (rf.inputs_bytes, rf.weights_bytes, rf.psums_bytes), strict=True):
+        need = int(oc.child_footprint[0, op]) * factor
+        if need > cap:
+            out.append(f"a PE's {op.label} tile needs {need} B{' double-buffered' if factor == 2 else ''} "
+                       f"but its register file holds {cap} B")
+    return out
