@@ -65,7 +65,7 @@ def test_bandwidth_override_changes_dram_time_by_the_closed_form() -> None:
     ("memories.inptu.size_bytes=1KiB", "memories has no entry 'inptu'"),
     ("memories.input.size_byts=1KiB", "memories.input has no field 'size_byts'"),
     ("dram.bandwidth_bytes_per_s=fast", "dram.bandwidth_bytes_per_s: Input should be a valid number"),
-    ("memories.1.size_bytes=-3", "memories.1.size_bytes: Input should be greater than 0"),
+    ("memories.1.size_bytes=-3", "memories.1.size_bytes: must be between 1 and 2"),
     ("memories.7.size_bytes=3", "memories has 3 entries; there is no entry 7"),
     ("dram.bandwidth_bytes_per_s.x=3", "dram.bandwidth_bytes_per_s is a value"),
     ("clock", "expected PATH=VALUE"),

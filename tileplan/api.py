@@ -1,10 +1,12 @@
 """The Python API, and the one place that hands strategies a compiled problem.
 
 >>> from tileplan import api
->>> cost = api.evaluate(api.load_network("lenet5")["conv1"], "nmp",
-...                     api.Mapping.from_dict({"order": "NGKCPQRS"}, dims=api.load_network("lenet5")["conv1"].dims))
->>> int(cost.dram_weight_bytes)   # all 6 filters of 5x5, 16-bit
+>>> conv1 = api.load_network("lenet5")["conv1"]
+>>> cost = api.evaluate(conv1, "nmp", api.Mapping.from_dict({"tiles": {"P": 14}}, dims=conv1.dims))
+>>> int(cost.dram_weight_bytes)   # all 6 filters of 5x5, 16-bit, loaded once
 300
+>>> int(cost.dram_output_bytes)   # 6 x 28 x 28 outputs, 16-bit, written once in two row tiles
+9408
 """
 
 from __future__ import annotations
@@ -49,6 +51,35 @@ OBJECTIVES: tuple[str, ...] = tuple(o.value for o in Objective)
 #: progress(done, total, label) is called as layers are planned.
 Progress = Callable[[int, int, str], None]
 
+#: Largest candidate budget of a sampling strategy (each candidate is held in memory at once) and
+#: largest batch size (the search enumerates tile sizes of every dimension, batch included).
+MAX_BUDGET = 2**21
+MAX_BATCH = 1024
+
+
+def check_options(*, strategy: str = "exhaustive", objective: str | Objective = "latency", budget: int = 20_000,
+                  seed: int = 0, batch: int = 1) -> Objective:
+    """Validate search options before any work; return the objective. Raises ``TileplanError`` naming
+    the option and its valid values.
+
+    >>> check_options(objective="energy")
+    <Objective.ENERGY: 'energy'>
+    >>> check_options(budget=-5)
+    Traceback (most recent call last):
+    tileplan.errors.TileplanError: --budget must be between 1 and 2097152 candidates, got -5
+    """
+    if strategy not in STRATEGIES:
+        raise TileplanError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    if str(objective) not in OBJECTIVES:
+        raise TileplanError(f"unknown objective {str(objective)!r}; choose one of {', '.join(OBJECTIVES)}")
+    if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= MAX_BUDGET:
+        raise TileplanError(f"--budget must be between 1 and {MAX_BUDGET} candidates, got {budget!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise TileplanError(f"--seed must be an integer between 0 and 2**63-1, got {seed!r}")
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH:
+        raise TileplanError(f"--batch must be between 1 and {MAX_BATCH}, got {batch!r}")
+    return Objective(str(objective))
+
 
 def load_arch(spec: str | Path | Arch, overrides: Sequence[str] = ()) -> Arch:
     """An accelerator from an ``Arch``, a preset name, a YAML file or an e-PlaNNer JSON file, with
@@ -61,6 +92,7 @@ def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported
     """A network from a ``Network``, a zoo name or an ``.onnx`` file."""
     if isinstance(spec, Network):
         return spec
+    check_options(batch=batch)
     text = str(spec)
     if text.lower().endswith(".onnx") or Path(text).is_file():
         from tileplan.workload.onnx_import import load_onnx
@@ -151,7 +183,7 @@ def plan_layer(layer: Layer, arch: Arch, *, strategy: str = "exhaustive", object
     ``dram_model`` is the DRAM time the search minimises (``burst`` or ``volume``; the plan is always
     costed with the full burst model); ``options`` go to the strategy (e.g. TSO's ``fix_partition``).
     """
-    obj = Objective(objective)
+    obj = check_options(strategy=strategy, objective=objective, budget=budget, seed=seed)
     layer = layer.with_precision(_precision(arch, None))
     trivial = _trivial_plan(layer, arch, strategy)
     if trivial is not None:
@@ -232,9 +264,9 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
     thesis Sec. 4.2); the others reuse the plan and record ``cached_from``. Distinct layers are
     searched in parallel over ``jobs`` processes (default: every CPU), as TSO's Alg. 1 does.
     """
+    obj = check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch)
     a = load_arch(arch)
     net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
-    obj = Objective(objective)
     owner: dict[tuple[object, ...], str] = {}
     todo: list[Layer] = []
     for layer in net.layers:
@@ -343,9 +375,8 @@ def compare(network: str | Path | Network, arch: str | Path | Arch, strategies: 
     per layer and in total (:class:`tileplan.compare.Comparison`)."""
     if not strategies:
         raise TileplanError("compare needs at least one strategy")
-    unknown = [s for s in strategies if s not in STRATEGIES]
-    if unknown:
-        raise TileplanError(f"unknown strategy {unknown[0]!r}; choose from {', '.join(STRATEGIES)}")
+    for s in strategies:
+        check_options(strategy=s, objective=objective, budget=budget, seed=seed, batch=batch)
     a = load_arch(arch)
     net = load_network(network, batch=batch)
     plans = tuple(plan(net, a, strategy=s, objective=objective, batch=batch, budget=budget, seed=seed, jobs=jobs,

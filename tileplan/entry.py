@@ -1,29 +1,37 @@
-"""The ``tileplan`` console script. It installs the Ctrl-C handling before anything heavy is imported,
-so an interrupt at any moment (even while numpy or the command modules load) ends with "interrupted"
-and exit code 130, never a traceback."""
+"""The ``tileplan`` console script. Ctrl-C handling is installed first, before the command line's
+(heavy) imports, so an early Ctrl-C is as clean as one during a search: "interrupted", exit 130."""
 
 from __future__ import annotations
 
 import signal
 import sys
+import time
 from types import FrameType
+
+_FIRST: list[float] = []  # when the Ctrl-C being handled arrived (monotonic seconds)
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
-    """First Ctrl-C: stop the work (``KeyboardInterrupt``); later ones are ignored so they cannot
-    break the clean-up."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Ctrl-C: stop the work (``KeyboardInterrupt``). Another Ctrl-C within 2 s is ignored, so it
+    cannot break the clean-up (cancelling queued work, ending worker processes, removing temp
+    files); a later one interrupts again (in case a library swallowed the first)."""
+    now = time.monotonic()
+    if _FIRST and now - _FIRST[0] < 2.0:
+        return
+    _FIRST[:] = [now]
     raise KeyboardInterrupt
 
 
 def main() -> None:
-    """Console entry point: ``tileplan ...``."""
+    """Console entry point: run the command line and exit with its code."""
     signal.signal(signal.SIGINT, _on_sigint)
     try:
         from tileplan.cli import run
+
         code = run()
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
+    except KeyboardInterrupt:  # before or after a command's own guard
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        print("interrupted", file=sys.stderr)
         code = 130
     sys.exit(code)
 

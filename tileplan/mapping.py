@@ -53,6 +53,13 @@ def balanced_parts(size: int, parts: int) -> list[tuple[int, int]]:
     return out
 
 
+def _count(value: object, what: str) -> int:
+    """A positive integer from JSON (``3.7``, ``"4"``, ``true``, ``0`` and ``-2`` are refused)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise MappingError(f"{what} must be a positive integer, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Level:
     """One level below its parent tile: per dimension, the tile a child memory holds (a PE's L1;
@@ -120,8 +127,12 @@ class Mapping:
         object.__setattr__(self, "order", tuple(Dim(d) for d in self.order))
         for name in ("cluster_split", "core_split"):
             split = getattr(self, name)
-            if len(split) != NDIMS or any(f < 1 for f in split):
+            if len(split) != NDIMS or any(isinstance(f, bool) or not isinstance(f, int) or f < 1 for f in split):
                 raise MappingError(f"{name} must be {NDIMS} positive factors, got {split}")
+        for axis in self.spatial:
+            for d, f in axis:
+                if isinstance(f, bool) or not isinstance(f, int) or f < 1:
+                    raise MappingError(f"unroll factor of {Dim(d).name} must be a positive integer, got {f!r}")
         for op in OPERANDS:
             bad = self.hoist[op] - RELEVANT[op]
             if bad:
@@ -214,7 +225,7 @@ class Mapping:
         if extra:
             raise MappingError(f"mapping has unknown fields {sorted(extra)}; known: {sorted(known)}")
         try:
-            tiles_in = {Dim.parse(k): int(v) for k, v in data.get("tiles", {}).items()}
+            tiles_in = {Dim.parse(k): _count(v, f"tile {k}") for k, v in data.get("tiles", {}).items()}
             tiles = tuple(tiles_in.get(d, dims[d] if dims else 1) for d in DIMS)
             order_in = data.get("order", [d.name for d in DIMS])
             order_list = [Dim.parse(c) for c in (order_in if isinstance(order_in, list) else list(order_in))]
@@ -226,10 +237,10 @@ class Mapping:
             cluster = [1] * NDIMS
             core = [1] * NDIMS
             for k, v in split.get("clusters", {}).items():
-                cluster[Dim.parse(k)] = int(v)
+                cluster[Dim.parse(k)] = _count(v, f"cluster split of {k}")
             for k, v in split.get("cores", {}).items():
-                core[Dim.parse(k)] = int(v)
-            spatial = tuple(tuple((Dim.parse(k), int(v)) for k, v in axis.items())
+                core[Dim.parse(k)] = _count(v, f"core split of {k}")
+            spatial = tuple(tuple((Dim.parse(k), _count(v, f"unroll factor of {k}")) for k, v in axis.items())
                             for axis in data.get("spatial", []))
             lay_in = data.get("layouts", {})
             layouts = list(DEFAULT_LAYOUTS)

@@ -46,7 +46,9 @@ class LayerCost:
 
     @property
     def bound(self) -> str:
-        return "compute" if self.compute_bound else "memory"
+        """What limits the layer: the largest of compute, NoC and DRAM time (``compute`` on a tie)."""
+        times = {"compute": self.compute_cycles, "NoC": self.noc_cycles, "DRAM": self.dram_cycles}
+        return max(times, key=lambda k: times[k])
 
     @classmethod
     def zero(cls) -> LayerCost:

@@ -39,7 +39,7 @@ def _format_errors(source: str, err: ValidationError) -> str:
     lines = []
     for e in err.errors():
         path = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        msg = e["msg"]
+        msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             msg = "unknown field (check the spelling; see `tileplan arch show nmp` for an example)"
         elif e["type"] == "missing":
@@ -62,9 +62,11 @@ def load_yaml(path: str | Path) -> Arch:
     """Load an accelerator from a YAML file."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise ConfigError(f"{path}: cannot read accelerator file ({err.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file (an accelerator description is UTF-8 YAML)") from None
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
     except ConfigError as err:
@@ -87,35 +89,46 @@ def load_eplanner_json(path: str | Path, *, precision_bytes: int = 4, name: str 
     """
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file (e-PlaNNer hardware files are UTF-8 JSON)") from None
     except json.JSONDecodeError as err:
         raise ConfigError(f"{path}: malformed JSON at line {err.lineno}: {err.msg}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object with bandwidth, frequency, mem_size, pe_len and "
+                          f"pe_mapping, got {type(data).__name__}")
     required = ("bandwidth", "frequency", "mem_size", "pe_len", "pe_mapping")
     missing = [k for k in required if k not in data]
     if missing:
         raise ConfigError(f"{path}: e-PlaNNer config is missing {', '.join(missing)}")
     try:
-        in_kb, wt_kb, out_kb = (float(v) for v in data["mem_size"])
+        in_b, wt_b, out_b = (int(float(v) * 1024) for v in data["mem_size"])
         width, height = (int(v) for v in data["pe_len"])
         cols, rows = data["pe_mapping"]
         col_dims = [_EPLANNER_DIMS.get(str(d).upper(), str(d)) for d in cols]
         row_dims = [_EPLANNER_DIMS.get(str(d).upper(), str(d)) for d in rows]
-    except (TypeError, ValueError) as err:
+    except (TypeError, ValueError, OverflowError) as err:
         raise ConfigError(f"{path}: mem_size needs 3 numbers, pe_len 2 integers and pe_mapping two lists "
                           f"of dimensions ({err})") from None
+    numbers = {}
+    for key, unit in (("bandwidth", "GB/s"), ("frequency", "GHz")):
+        try:
+            numbers[key] = float(data[key])
+        except (TypeError, ValueError):
+            raise ConfigError(f"{path}: {key} must be a number in {unit}, got {data[key]!r}") from None
     arch = {
         "name": name or path.stem,
         "description": f"e-PlaNNer configuration {path.name}",
-        "clock_hz": float(data["frequency"]) * 1e9,
+        "clock_hz": numbers["frequency"] * 1e9,
         "precision_bytes": precision_bytes,
         "overlap": True,
-        "dram": {"bandwidth_bytes_per_s": float(data["bandwidth"]) * 1e9},
+        "dram": {"bandwidth_bytes_per_s": numbers["bandwidth"] * 1e9},
         "memories": [
-            {"name": "input_mem", "operands": ["input"], "size_bytes": int(in_kb * 1024)},
-            {"name": "weight_mem", "operands": ["weight"], "size_bytes": int(wt_kb * 1024)},
-            {"name": "output_mem", "operands": ["output"], "size_bytes": int(out_kb * 1024)},
+            {"name": "input_mem", "operands": ["input"], "size_bytes": in_b},
+            {"name": "weight_mem", "operands": ["weight"], "size_bytes": wt_b},
+            {"name": "output_mem", "operands": ["output"], "size_bytes": out_b},
         ],
         "pe_array": {"axes": [
             {"name": "cols", "size": width, "dims": col_dims, "max_dims": len(col_dims)},

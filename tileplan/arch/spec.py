@@ -6,17 +6,58 @@ properties (``dram_bytes_per_cycle``, ``burst_latency_cycles``) so the cost mode
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, field_validator, model_validator
 
 from tileplan.dims import Dim, Operand
 
-PositiveFloat = Annotated[float, Field(gt=0)]
-NonNegFloat = Annotated[float, Field(ge=0)]
-PositiveInt = Annotated[int, Field(gt=0)]
-NonNegInt = Annotated[int, Field(ge=0)]
+
+def _num(value: float) -> str:
+    return str(int(value)) if math.isfinite(value) and float(value).is_integer() and abs(value) < 1e9 else f"{value:g}"
+
+
+def _integral(value: object) -> object:
+    """YAML reads ``1e6`` as a string and ``1.0e6`` as a float: let both be integers when they are."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _within(lo: float, hi: float, text: str) -> AfterValidator:
+    """A validator keeping a number finite and inside the sane range [lo, hi] (``text`` states it)."""
+
+    def check(value: float) -> float:
+        if not math.isfinite(value) or not lo <= value <= hi:
+            raise ValueError(f"must be between {text}, got {_num(value)}")
+        return value
+
+    return AfterValidator(check)
+
+
+# Sane ranges: generous for any real machine, tight enough that a typo (a missing "e9", an extra
+# zero) is caught here instead of printing 300-digit numbers, a false "no mapping fits" or running
+# out of memory in the search.
+Hz = Annotated[float, _within(1e3, 1e11, "1e3 and 1e11 Hz (1 kHz to 100 GHz)")]
+BytesPerS = Annotated[float, _within(1e3, 1e15, "1e3 and 1e15 bytes/s (1 kB/s to 1 PB/s)")]
+Picojoules = Annotated[float, _within(0, 1e6, "0 and 1e6 pJ")]
+Nanoseconds = Annotated[float, _within(0, 1e6, "0 and 1e6 ns (1 ms)")]
+MemoryBytes = Annotated[int, BeforeValidator(_integral), _within(1, 2**40, "1 and 2**40 bytes (1 TiB)")]
+BurstBytes = Annotated[int, BeforeValidator(_integral), _within(1, 2**20, "1 and 2**20 bytes (1 MiB)")]
+RegisterBytes = Annotated[int, BeforeValidator(_integral), _within(0, 2**30, "0 and 2**30 bytes (1 GiB)")]
+Lanes = Annotated[int, BeforeValidator(_integral), _within(1, 65536, "1 and 65536 PEs per axis")]
+CoreCount = Annotated[int, BeforeValidator(_integral), _within(1, 1024, "1 and 1024")]
+Small = Annotated[int, BeforeValidator(_integral), _within(1, 1024, "1 and 1024")]
+Precision = Annotated[int, BeforeValidator(_integral), _within(1, 8, "1 and 8 bytes per element")]
+MAX_CORES = 1024
+MAX_PES_PER_CORE = 1 << 20
 
 
 class _Frozen(BaseModel):
@@ -26,10 +67,10 @@ class _Frozen(BaseModel):
 class Dram(_Frozen):
     """Off-chip memory. Time to move a transfer = bytes / bandwidth + bursts * burst latency."""
 
-    bandwidth_bytes_per_s: PositiveFloat
-    burst_bytes: PositiveInt = 64
-    burst_latency_ns: NonNegFloat = 0.0
-    energy_pj_per_byte: NonNegFloat = 0.0
+    bandwidth_bytes_per_s: BytesPerS
+    burst_bytes: BurstBytes = 64
+    burst_latency_ns: Nanoseconds = 0.0
+    energy_pj_per_byte: Picojoules = 0.0
 
 
 class Memory(_Frozen):
@@ -37,9 +78,9 @@ class Memory(_Frozen):
 
     name: str
     operands: tuple[str, ...]
-    size_bytes: PositiveInt
-    energy_pj_per_byte: NonNegFloat = 0.0
-    bandwidth_bytes_per_cycle: PositiveFloat | None = None
+    size_bytes: MemoryBytes
+    energy_pj_per_byte: Picojoules = 0.0
+    bandwidth_bytes_per_cycle: Annotated[float, _within(1e-3, 1e9, "1e-3 and 1e9 bytes/cycle")] | None = None
 
     @field_validator("operands")
     @classmethod
@@ -56,8 +97,8 @@ class Memory(_Frozen):
 class Cores(_Frozen):
     """Cores grouped in clusters; a multicast load fills every core of one cluster at once."""
 
-    clusters: PositiveInt = 1
-    cores_per_cluster: PositiveInt = 1
+    clusters: CoreCount = 1
+    cores_per_cluster: CoreCount = 1
     multicast: bool = True
     split_dims: tuple[str, ...] = ("N", "G", "K", "P", "Q")
 
@@ -70,6 +111,13 @@ class Cores(_Frozen):
             raise ValueError(f"cores cannot split reduction dimensions {bad}: partial sums would need a "
                              f"cross-core reduction tileplan does not model")
         return dims
+
+    @model_validator(mode="after")
+    def _not_too_many(self) -> Cores:
+        if self.clusters * self.cores_per_cluster > MAX_CORES:
+            raise ValueError(f"{self.clusters} clusters x {self.cores_per_cluster} cores is "
+                             f"{self.clusters * self.cores_per_cluster} cores; at most {MAX_CORES} are supported")
+        return self
 
     @property
     def total(self) -> int:
@@ -89,11 +137,11 @@ class Axis(_Frozen):
     """
 
     name: str
-    size: PositiveInt | None = None
-    size_by_precision: dict[int, PositiveInt] | None = None
+    size: Lanes | None = None
+    size_by_precision: dict[Precision, Lanes] | None = None
     dims: tuple[str, ...]
     mode: AxisMode = AxisMode.UNROLLED
-    max_dims: PositiveInt = 1
+    max_dims: Annotated[int, BeforeValidator(_integral), _within(1, 8, "1 and 8 dimensions")] = 1
 
     @field_validator("dims")
     @classmethod
@@ -127,29 +175,38 @@ class PEArray(_Frozen):
     """The PEs of one core: axes (rows, columns, vector lanes) that unroll loop dimensions."""
 
     axes: tuple[Axis, ...] = ()
-    macs_per_pe_per_cycle: PositiveInt = 1
+    macs_per_pe_per_cycle: Small = 1
+
+    @model_validator(mode="after")
+    def _not_too_many(self) -> PEArray:
+        pes = 1
+        for axis in self.axes:
+            pes *= axis.size if axis.size is not None else max((axis.size_by_precision or {1: 1}).values())
+        if pes > MAX_PES_PER_CORE:
+            raise ValueError(f"the axes make {pes} PEs per core; at most {MAX_PES_PER_CORE} are supported")
+        return self
 
 
 class RegisterFile(_Frozen):
     """Per-PE register file split by operand (bytes)."""
 
-    weights_bytes: NonNegInt = 0
-    inputs_bytes: NonNegInt = 0
-    psums_bytes: NonNegInt = 0
-    energy_pj_per_access: NonNegFloat = 0.0
+    weights_bytes: RegisterBytes = 0
+    inputs_bytes: RegisterBytes = 0
+    psums_bytes: RegisterBytes = 0
+    energy_pj_per_access: Picojoules = 0.0
 
 
 class Noc(_Frozen):
     """The network between the on-chip buffer(s) and the PE array."""
 
-    bandwidth_bytes_per_s: PositiveFloat | None = None
-    energy_pj_per_byte: NonNegFloat = 0.0
+    bandwidth_bytes_per_s: BytesPerS | None = None
+    energy_pj_per_byte: Picojoules = 0.0
 
 
 class Energy(_Frozen):
     """Energy per multiply-accumulate (pJ); memory energies live with their memories."""
 
-    mac_pj: NonNegFloat = 0.0
+    mac_pj: Picojoules = 0.0
 
 
 class Arch(_Frozen):
@@ -157,8 +214,8 @@ class Arch(_Frozen):
 
     name: str
     description: str = ""
-    clock_hz: PositiveFloat
-    precision_bytes: PositiveInt = 1
+    clock_hz: Hz
+    precision_bytes: Precision = 1
     overlap: bool = False
     double_buffering: bool = False
     dram: Dram

@@ -18,7 +18,7 @@ from tileplan.cli import (  # noqa: F401  (importing a command module registers 
     program_cmd,
     report_cmd,
 )
-from tileplan.cli.app import app, err, out
+from tileplan.cli.app import app, err, interrupt_reported, out
 
 __all__ = ["app", "main", "run"]
 
@@ -49,6 +49,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         _one_line(f"internal error {type(exc).__name__}: {exc} (please report it; TILEPLAN_DEBUG=1 shows the "
                   f"traceback)")
         return 1
+    if code == 130 and not interrupt_reported():  # Ctrl-C outside a command's guard (typer's 130)
+        err.print("interrupted", highlight=False)
     return code if isinstance(code, int) else 0
 
 

@@ -16,6 +16,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from tileplan.errors import TileplanError
+from tileplan.search import STRATEGIES
+from tileplan.search.objective import Objective
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Plan, cost and verify CNN layers on memory-constrained accelerators.")
@@ -29,9 +31,12 @@ _WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
 out = Console(width=_WIDTH)
 err = Console(stderr=True, width=_WIDTH)
 F = TypeVar("F", bound=Callable[..., Any])
+_REPORTED: list[bool] = []  # "interrupted" printed (so that it is printed once)
 
 ARCH_HELP = "Preset name (see `tileplan arch list`), YAML file, or e-PlaNNer JSON file."
 MODEL_HELP = "Zoo network name (see `tileplan zoo list`) or an .onnx file."
+STRATEGY_HELP = "Search strategy: " + " | ".join(STRATEGIES) + "."
+OBJECTIVE_HELP = "What the search minimises: " + " | ".join(o.value for o in Objective) + "."
 SET_HELP = ("Change one field of the machine, PATH=VALUE (repeatable): dram.bandwidth_bytes_per_s=8e9, "
             "memories.input.size_bytes=16KiB, pe_array.axes.rows.size=8.")
 
@@ -48,7 +53,13 @@ def _interrupted() -> NoReturn:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break the way out
     err.print("interrupted", highlight=False)
+    _REPORTED.append(True)
     raise typer.Exit(code=130)
+
+
+def interrupt_reported() -> bool:
+    """Whether a command has already told the user it was interrupted."""
+    return bool(_REPORTED)
 
 
 def _guard(fn: Callable[[], Any]) -> Any:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from tileplan.cli.app import _guard, app, err, out
+from tileplan import api
+from tileplan.cli.app import OBJECTIVE_HELP, STRATEGY_HELP, _guard, app, err, out
 from tileplan.errors import TileplanError
 
 
@@ -15,8 +16,8 @@ from tileplan.errors import TileplanError
 def bench(
     networks: str = typer.Option("resnet50,vgg16,mobilenetv2", help="Comma-separated zoo networks."),
     archs: str = typer.Option("nmp,eyeriss", "--archs", help="Comma-separated presets."),
-    strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
-    objective: str = typer.Option("latency", "--objective", "-o"),
+    strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=STRATEGY_HELP),
+    objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
     json_path: Path | None = typer.Option(None, "--json", help="Write the measurements as JSON."),
     jobs: int | None = typer.Option(None, "--jobs", "-j", help="Worker processes (default: every CPU)."),
     repeat: int = typer.Option(1, "--repeat", help="Warm runs after the cold one (the fastest is reported)."),
@@ -27,6 +28,7 @@ def bench(
     from tileplan.report.files import check_output_file, write_text_atomic
 
     def work() -> None:
+        api.check_options(strategy=strategy, objective=objective)
         if json_path is not None:
             check_output_file(json_path)
         if repeat < 0 or (jobs is not None and jobs < 1):

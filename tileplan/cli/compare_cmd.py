@@ -7,8 +7,7 @@ from pathlib import Path
 import typer
 
 from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
-from tileplan.errors import TileplanError
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, OBJECTIVE_HELP, SET_HELP, _guard, _progress, app, out
 
 
 @app.command()
@@ -18,10 +17,10 @@ def compare(
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     strategies: str = typer.Option("exhaustive,random", "--strategies", "-s",
                                    help="Comma-separated strategies (see `tileplan plan --help`)."),
-    objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram | perf-per-byte"),
-    batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
-    budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
-    seed: int = typer.Option(0, help="Seed for sampling strategies."),
+    objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
+    batch: int = typer.Option(1, "--batch", "-b", min=1, max=1024, help="Batch size (1 to 1024)."),
+    budget: int = typer.Option(20_000, min=1, max=2**21, help="Candidates for sampling strategies."),
+    seed: int = typer.Option(0, min=0, help="Seed for sampling strategies."),
     all_layers: bool = typer.Option(False, "--all", help="Also list layers that move no data."),
     jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
     json_path: Path | None = typer.Option(None, "--json", help="Write the comparison as JSON."),
@@ -33,8 +32,7 @@ def compare(
     from tileplan.report.tables import comparison_table
 
     def work() -> None:
-        if objective not in api.OBJECTIVES:
-            raise TileplanError(f"unknown objective {objective!r}; choose {', '.join(api.OBJECTIVES)}")
+        api.check_options(objective=objective, budget=budget, seed=seed, batch=batch)
         for target in (json_path, csv_path):
             if target is not None:
                 check_output_file(target)

@@ -56,7 +56,7 @@ def zoo_list() -> None:
 
 @zoo_app.command("show")
 def zoo_show(name: str = typer.Argument(..., help=MODEL_HELP),
-             batch: int = typer.Option(1, "--batch", "-b", min=1)) -> None:
+             batch: int = typer.Option(1, "--batch", "-b", min=1, max=1024, help="Batch size (1 to 1024).")) -> None:
     """Show a network layer by layer (shapes, kernel, MACs, bytes at 1 byte per element)."""
     from tileplan.report.tables import network_table
     from tileplan.workload import zoo
@@ -71,7 +71,7 @@ def zoo_show(name: str = typer.Argument(..., help=MODEL_HELP),
 @zoo_app.command("export")
 def zoo_export(name: str = typer.Argument(..., help="Zoo network name."),
                path: Path = typer.Argument(..., help="Output .onnx file."),
-               batch: int = typer.Option(1, "--batch", "-b", min=1)) -> None:
+               batch: int = typer.Option(1, "--batch", "-b", min=1, max=1024, help="Batch size (1 to 1024).")) -> None:
     """Write a zoo network as an ONNX graph (zero weights; onnx.checker passes)."""
     from tileplan.report.files import check_output_file
     from tileplan.workload.onnx_export import export_onnx

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, OBJECTIVE_HELP, SET_HELP, STRATEGY_HELP, _guard, _progress, app, out
 from tileplan.errors import TileplanError
 from tileplan.fusion.plan import FusionPlan
 from tileplan.workload.network import Network
@@ -19,18 +19,16 @@ def plan(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
-    objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram | perf-per-byte"),
-    strategy: str = typer.Option("exhaustive", "--strategy", "-s",
-                                 help="exhaustive | random | tso | tso-noburst | eplanner | zhang | ma | "
-                                      "smartshuttle-rules"),
+    objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
+    strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=STRATEGY_HELP),
     dram_model: str = typer.Option("burst", "--dram-model",
                                    help="DRAM time the search minimises: burst | volume (plans are "
                                         "always costed with bursts)."),
     fix_partition: str | None = typer.Option(None, "--fix-partition", help="tso: only KS | KS&OFM | OFM."),
     fix_schedule: str | None = typer.Option(None, "--fix-schedule", help="tso: only IS | OS | WS."),
-    batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
-    budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
-    seed: int = typer.Option(0, help="Seed for sampling strategies."),
+    batch: int = typer.Option(1, "--batch", "-b", min=1, max=1024, help="Batch size (1 to 1024)."),
+    budget: int = typer.Option(20_000, min=1, max=2**21, help="Candidates for sampling strategies."),
+    seed: int = typer.Option(0, min=0, help="Seed for sampling strategies."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Search every layer, even identical ones."),
     skip_unsupported: bool = typer.Option(False, "--skip-unsupported",
                                           help="Pass unsupported ONNX operators through with a warning."),
@@ -46,11 +44,10 @@ def plan(
     """Find the best mapping of every layer of MODEL and print a per-layer table with totals
     (with --fuse: the best cut into fused groups and single layers)."""
     from tileplan.report.files import check_output_file, check_output_folder, make_output_folder, write_text_atomic
-    from tileplan.report.tables import plan_csv, plan_table
+    from tileplan.report.tables import plan_csv, plan_summary, plan_table
 
     def work() -> None:
-        if objective not in api.OBJECTIVES:
-            raise TileplanError(f"unknown objective {objective!r}; choose {', '.join(api.OBJECTIVES)}")
+        api.check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch)
         for target in (json_path, csv_path):  # fail before a long search, not after it
             if target is not None:
                 check_output_file(target)
@@ -77,11 +74,7 @@ def plan(
             result = fused.base
         else:
             out.print(plan_table(result, network, show_cached=all_layers))
-            cached = len(result.layers) - result.searched_layers
-            out.print(f"latency {result.latency_cycles:,.0f} cycles = {result.latency_s * 1e3:.3f} ms, "
-                      f"DRAM {result.dram_bytes / 1e6:.3f} MB, energy {result.energy_pj / 1e6:.3f} uJ; "
-                      f"{result.searched_layers} of {len(result.layers)} layers searched "
-                      f"({cached} reused an identical layer's plan or move no data; * marks reuse)")
+            out.print(plan_summary(result), highlight=False)
             if json_path:
                 write_text_atomic(json_path, result.to_json())
             if csv_path:
@@ -127,23 +120,32 @@ def eval_cmd(
     from dataclasses import asdict
 
     from tileplan.mapping import Mapping
+    from tileplan.report.tables import number
 
     def work() -> None:
         machine = api.load_arch(arch, sets or ())
         network = api.load_network(model)
         target = network[layer]
         try:
-            text = mapping.read_text()
+            text = mapping.read_text(encoding="utf-8")
         except OSError as exc:
             raise TileplanError(f"cannot read mapping file {mapping}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise TileplanError(f"mapping file {mapping} is not a text (UTF-8 JSON) file") from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise TileplanError(f"mapping file {mapping} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
         if isinstance(data, dict) and "layers" in data:  # a whole plan: take this layer's mapping
-            match = [lp for lp in data["layers"] if lp["name"] == layer and lp.get("mapping")]
+            layers = data["layers"]
+            if not isinstance(layers, list) or not all(isinstance(lp, dict) and "name" in lp for lp in layers):
+                raise TileplanError(f"plan file {mapping}: 'layers' must be a list of objects with a 'name' and "
+                                    f"a 'mapping' (as `tileplan plan --json` writes)")
+            match = [lp for lp in layers if lp["name"] == layer and lp.get("mapping")]
             if not match:
                 raise TileplanError(f"plan file {mapping} has no mapping for layer {layer!r}")
+            if not isinstance(match[0]["mapping"], dict):
+                raise TileplanError(f"plan file {mapping}: the mapping of layer {layer!r} is not an object")
             m = Mapping.from_dict(match[0]["mapping"], dims=target.dims)
         else:
             m = Mapping.from_json(text, dims=target.dims)
@@ -153,6 +155,7 @@ def eval_cmd(
             return
         out.print(str(m))
         for key, value in asdict(cost).items():
-            out.print(f"{key:28s} {value:,.2f}" if isinstance(value, float) else f"{key:28s} {value}")
+            out.print(f"{key:28s} {number(value) if isinstance(value, float | int) else value}", highlight=False)
+        out.print(f"{'bound':28s} {cost.bound} (the largest of compute, NoC and DRAM time)", highlight=False)
 
     _guard(work)

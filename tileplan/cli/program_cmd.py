@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, OBJECTIVE_HELP, SET_HELP, STRATEGY_HELP, _guard, _progress, app, out
 from tileplan.errors import TileplanError
 
 
@@ -37,8 +37,8 @@ def emit(
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer (then --output is a file)."),
     target: str = typer.Option("ir", "--target", "-t", help="ir (e-PlaNNer text) | c (C99) | cuda (.cu)"),
-    strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
-    objective: str = typer.Option("latency", "--objective", "-o"),
+    strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=STRATEGY_HELP),
+    objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
     output: Path = typer.Option(..., "--output", help="File (with --layer) or folder for every layer."),
     group: str | None = typer.Option(None, "--group", "-g", help="A fused group, e.g. conv1_1+conv1_2: write "
                                      "its fused program (text) to the --output file."),
@@ -50,6 +50,7 @@ def emit(
     from tileplan.report.files import check_output_file, check_output_folder, make_output_folder
 
     def work() -> None:
+        api.check_options(strategy=strategy, objective=objective)
         if group is not None:
             from tileplan.fusion.program import generate_fused
             from tileplan.report.files import write_text_atomic
@@ -101,9 +102,9 @@ def verify(
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer."),
-    strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
-    objective: str = typer.Option("latency", "--objective", "-o"),
-    seed: int = typer.Option(0, help="Seed of the random integer operands."),
+    strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=STRATEGY_HELP),
+    objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
+    seed: int = typer.Option(0, min=0, help="Seed of the random integer operands."),
     group: str | None = typer.Option(None, "--group", "-g", help="Verify the best fused mapping of this group "
                                      "of consecutive layers instead, e.g. conv1_1+conv1_2."),
 ) -> None:
@@ -174,13 +175,19 @@ def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, obj
 
 @app.command()
 def run(program: Path = typer.Argument(..., help="An execution program (.ir) written by `tileplan emit`."),
-        seed: int = typer.Option(0, help="Seed of the random integer operands.")) -> None:
+        seed: int = typer.Option(0, min=0, help="Seed of the random integer operands.")) -> None:
     """Execute an IR file on random integers; print the DRAM traffic it moved and check its output."""
     from tileplan.program import read_ir
+    from tileplan.program.errors import ProgramError
     from tileplan.program.runner import run_program
 
     def work() -> None:
-        r = run_program(read_ir(program), seed=seed)
+        try:
+            r = run_program(read_ir(program), seed=seed)
+        except ProgramError as exc:
+            if exc.source:
+                raise
+            raise ProgramError(exc.detail, line=exc.line, source=str(program)) from None
         res = r.result
         out.print(f"layer {r.layer.name} ({r.layer.op.value} {r.layer.shape_str()}), {res.instructions:,} "
                   f"instructions")

@@ -292,6 +292,23 @@ class _Machine:
                           tuple(tr.transfers), self.p.instruction_count, dict(self.peak))  # type: ignore[arg-type]
 
 
+#: Most int64 cells the executor holds at once (tensors in DRAM plus every core's memories): 2 GiB.
+MAX_CELLS = 2**28
+
+
+def check_size(program: Program) -> None:
+    """Raise :class:`ProgramError` naming the largest tensor when executing ``program`` would need more
+    than :data:`MAX_CELLS` int64 cells (the executor is for checking programs, not for big data)."""
+    cores = len(program.streams) or 1
+    cells = {t.name: t.elements for t in program.tensors}
+    cells.update({f"memory {m.name} of {cores} core(s)": m.size_bytes * cores for m in program.memories})
+    total = sum(cells.values())
+    if total > MAX_CELLS:
+        name = max(cells, key=lambda k: cells[k])
+        raise ProgramError(f"the program is too big to execute: {total:,} elements in all ({name} alone has "
+                           f"{cells[name]:,}); the executor holds at most {MAX_CELLS:,}")
+
+
 def execute(program: Program, inputs: np.ndarray | Sequence[np.ndarray], weight: np.ndarray | None = None
             ) -> ExecResult:
     """Run ``program`` on ``inputs`` (one (N, G*C, H, W) integer array, or one per input tensor of an
@@ -301,6 +318,7 @@ def execute(program: Program, inputs: np.ndarray | Sequence[np.ndarray], weight:
     :class:`ProgramError` naming the line when an instruction uses a tile that is not on chip or
     does not hold what its region needs.
     """
+    check_size(program)
     arrays = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
     machine = _Machine(program, arrays, weight)
     machine.execute()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tileplan.files import write_text_atomic
 from tileplan.mapping import Mapping
 from tileplan.program.cgen import emit_c
 from tileplan.program.cudagen import emit_cuda, thread_block
 from tileplan.program.errors import ProgramError
 from tileplan.program.ir import Program
 from tileplan.program.irtext import emit_ir, parse_ir
-from tileplan.report.files import write_text_atomic
 
 
 def read_ir(path: str | Path) -> Program:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tileplan.dims import Dim
-from tileplan.program.executor import ExecResult, execute
+from tileplan.program.executor import ExecResult, check_size, execute
 from tileplan.program.ir import Pool, Program
 from tileplan.program.reference import reference_output
 from tileplan.program.verify import random_operands
@@ -55,6 +55,7 @@ class RunResult:
 
 def run_program(program: Program, *, seed: int = 0) -> RunResult:
     """Execute ``program`` on random integers (``seed``) and compare with the direct reference."""
+    check_size(program)
     layer = layer_of(program)
     inputs, weight = random_operands(layer, np.random.default_rng(seed))
     result = execute(program, inputs, weight)

@@ -3,7 +3,7 @@ Pearson correlation coefficient. The thesis reports 0.64 against a Jetson TX2; w
 planner is that the model ranks plans as the hardware does, not its absolute accuracy.
 
 >>> round(pearson([1.0, 2.0, 3.0, 4.0], [2.0, 4.1, 5.9, 8.0]), 4)
-0.9996
+0.9995
 """
 
 from __future__ import annotations

@@ -90,14 +90,14 @@ def time_figure(plan: NetworkPlan) -> Figure:
 def graph_figure(plan: NetworkPlan, network: Network, groups: Sequence[Sequence[str]] = ()) -> Figure:
     """The network graph, layers coloured by what bounds them, fusion groups boxed."""
     bound = {lp.name: lp.cost.bound for lp in plan.layers}
-    palette = {"memory": "C3", "compute": "C2", "none": "0.6"}
+    palette = {"DRAM": "C3", "NoC": "C1", "compute": "C2", "none": "0.6"}
     colours = {lp.name: palette[bound[lp.name]] if lp.mapping is not None else palette["none"]
                for lp in plan.layers}
     return plots.network_graph([layer.name for layer in network.layers],
                                {layer.name: layer.inputs for layer in network.layers}, groups=groups,
                                colours=colours, title=f"{plan.network}: layer graph",
-                               legend={"memory-bound": palette["memory"], "compute-bound": palette["compute"],
-                                       "moves no data": palette["none"]})
+                               legend={"DRAM-bound": palette["DRAM"], "NoC-bound": palette["NoC"],
+                                       "compute-bound": palette["compute"], "moves no data": palette["none"]})
 
 
 def plan_figures(plan: NetworkPlan, arch: Arch, network: Network,

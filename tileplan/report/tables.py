@@ -8,6 +8,8 @@ from collections.abc import Mapping as MappingABC
 from collections.abc import Sequence
 from dataclasses import asdict
 
+from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 from tileplan.arch.spec import Arch
@@ -15,6 +17,7 @@ from tileplan.compare import Comparison
 from tileplan.dims import DIMS, Dim
 from tileplan.mapping import Mapping, balanced_parts
 from tileplan.plan import LayerPlan, NetworkPlan
+from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.network import Network
 
 
@@ -23,10 +26,53 @@ def kb(x: float) -> str:
 
 
 def si(x: float) -> str:
+    """A count with an SI suffix and three significant digits: ``41``, ``34.3k``, ``753k``, ``26.6M``."""
     for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(x) >= scale:
-            return f"{x / scale:.2f}{unit}"
+        if abs(x) >= scale * 0.9995:
+            v = x / scale
+            return f"{v:.3g}{unit}" if abs(v) < 1000 else f"{v:,.0f}{unit}"
     return f"{x:.0f}"
+
+
+def number(value: float | int) -> str:
+    """A value of a cost breakdown: whole numbers (bytes, bursts, most cycle counts) as integers with
+    thousands separators, others with two decimals: ``12,544``, ``47,530.67``."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.2f}" if isinstance(value, float) else f"{value:,}"
+
+
+def plural(n: int, word: str) -> str:
+    """``1 layer``, ``72 layers``."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def byte_unit(largest: float) -> tuple[str, float]:
+    """One binary unit for every byte count of a table, chosen by its largest entry (KiB below 10 MiB)."""
+    return ("MiB", 2.0**20) if largest >= 10 * 2**20 else ("KiB", 1024.0)
+
+
+def scaled(x: float, scale: float) -> str:
+    """``x / scale`` with three significant digits, never ``0.000`` for a non-zero value."""
+    v = x / scale
+    if v == 0:
+        return "0"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.1f}" if abs(v) >= 10 else (f"{v:.2f}" if abs(v) >= 0.01 else f"{v:.1g}")
+
+
+def human(x: float, unit: str) -> str:
+    """A quantity with a decimal SI prefix chosen for it: ``human(0.133, "s")`` -> ``133 ms``."""
+    if x == 0:
+        return f"0 {unit}"
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1.0), ("m", 1e-3), ("u", 1e-6),
+                          ("n", 1e-9), ("p", 1e-12)):
+        if abs(x) >= scale * 0.9995:
+            return f"{x / scale:.3g} {prefix}{unit}"
+    return f"{x:.3g} {unit}"
 
 
 def tiles_str(mapping: Mapping, dims: dict[Dim, int]) -> str:
@@ -34,14 +80,44 @@ def tiles_str(mapping: Mapping, dims: dict[Dim, int]) -> str:
     return " ".join(f"{d.name}{mapping.tiles[d]}" for d in DIMS if dims[d] > 1) or "-"
 
 
-def order_str(mapping: Mapping, dims: dict[Dim, int]) -> str:
-    """Tile loops with more than one trip, outermost first (``-`` when everything fits at once)."""
+def _live(mapping: Mapping, dims: dict[Dim, int]) -> list[Dim]:
+    """Dimensions whose tile loop runs more than once on some core, outermost first."""
     live = []
     for d in mapping.order:
         longest = max(length for _, length in _slices(dims[d], mapping.cluster_split[d], mapping.core_split[d]))
         if -(-longest // mapping.tiles[d]) > 1:
-            live.append(d.name)
-    return "".join(live) or "-"
+            live.append(d)
+    return live
+
+
+def order_str(mapping: Mapping, dims: dict[Dim, int]) -> str:
+    """Tile loops with more than one trip, outermost first (``-`` when everything fits at once)."""
+    return "".join(d.name for d in _live(mapping, dims)) or "-"
+
+
+def loops_str(mapping: Mapping, dims: dict[Dim, int]) -> str:
+    """The tile loops that iterate, outermost first, with their steps, e.g. ``P14 C3``: every other
+    dimension is on chip whole (per core). ``-`` when the whole layer fits at once."""
+    return " ".join(f"{d.name}{mapping.tiles[d]}" for d in _live(mapping, dims)) or "-"
+
+
+def short_shape(layer: Layer) -> str:
+    """Input -> output as channels x height x width, then the window and stride, e.g.
+    ``3x224x224→64x112x112 7x7/2`` (a 1x1 map is just its channels: ``2048→1000``)."""
+
+    def chw(c: int, h: int, w: int) -> str:
+        return f"{c}" if h == w == 1 else f"{c}x{h}x{w}"
+
+    src, dst = chw(layer.c_in, layer.h, layer.w), chw(layer.k_out, layer.p, layer.q)
+    if layer.op in (OpKind.ADD, OpKind.CONCAT, OpKind.DATA_MOVE):
+        word = {OpKind.ADD: "add", OpKind.CONCAT: "concat", OpKind.DATA_MOVE: "move"}[layer.op]
+        return f"{src} {word}" if src == dst else f"{src}→{dst} {word}"
+    text = f"{src}→{dst}"
+    if layer.op is not OpKind.FC:
+        text += f" {layer.r}x{layer.s}/{layer.stride[0]}"
+        if layer.groups > 1 and not layer.op.channelwise:
+            text += f" g{layer.groups}"
+    return text
 
 
 def _slices(size: int, clusters: int, cores: int) -> list[tuple[int, int]]:
@@ -58,40 +134,55 @@ def split_str(mapping: Mapping) -> str:
 
 
 def plan_table(plan: NetworkPlan, network: Network, *, show_cached: bool = True) -> Table:
-    """Per-layer table with totals."""
+    """Per-layer table with totals. Fits a 120-column terminal: the text columns (layer, shape, tiles)
+    fold onto more lines when the terminal is narrow; numbers never do."""
     multicore = any(lp.mapping and lp.mapping.cores_used > 1 for lp in plan.layers)
-    table = Table(title=f"{plan.network} on {plan.arch} — {plan.strategy} search, objective {plan.objective}",
-                  show_footer=True, header_style="bold")
-    cols = ["layer", "shape", "tiles", "order"] + (["split"] if multicore else []) + [
-        "in KB", "wt KB", "out KB", "bursts", "cycles", "util", "bound", "xcomp", "xIO"]
+    tot = {k: plan.total(k) for k in ("dram_input_bytes", "dram_weight_bytes", "dram_output_bytes", "bursts",
+                                       "latency_cycles")}
+    unit, scale = byte_unit(max(tot["dram_input_bytes"], tot["dram_weight_bytes"], tot["dram_output_bytes"]))
+    table = Table(title=escape(f"{plan.network} on {plan.arch} — {plan.strategy} search, objective {plan.objective}"),
+                  show_footer=True, header_style="bold", box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False)
+    cols = ["layer", "shape", "tile loops"] + (["split"] if multicore else []) + [
+        f"in {unit}", f"wt {unit}", f"out {unit}", "bursts", "cycles", "util", "bound", "xcomp", "xIO"]
     for c in cols:
-        table.add_column(c, justify="left" if c in ("layer", "shape", "tiles", "order", "split", "bound")
-                         else "right")
+        wraps = c in ("layer", "shape", "tile loops", "split")
+        table.add_column(c, justify="left" if wraps or c == "bound" else "right",
+                         no_wrap=not wraps, overflow="fold")
     for lp in plan.layers:
         if not show_cached and lp.cached_from:
             continue
-        table.add_row(*_row(lp, network[lp.name].dims, multicore))
-    tot = {k: plan.total(k) for k in ("dram_input_bytes", "dram_weight_bytes", "dram_output_bytes", "bursts",
-                                       "latency_cycles")}
+        table.add_row(*_row(lp, network[lp.name], multicore, scale))
     comp = sum(lp.compulsory_bytes for lp in plan.layers)
-    footer = ["total", f"{len(plan.layers)} layers", f"{plan.searched_layers} searched", ""] + \
-        ([""] if multicore else []) + [kb(tot["dram_input_bytes"]), kb(tot["dram_weight_bytes"]),
-                                       kb(tot["dram_output_bytes"]), si(tot["bursts"]), si(tot["latency_cycles"]),
-                                       "", "", f"{plan.dram_bytes / comp:.2f}" if comp else "", ""]
+    footer = ["total", plural(len(plan.layers), "layer"), f"{plan.searched_layers} searched"] + \
+        ([""] if multicore else []) + [scaled(tot["dram_input_bytes"], scale), scaled(tot["dram_weight_bytes"], scale),
+                                       scaled(tot["dram_output_bytes"], scale), si(tot["bursts"]),
+                                       si(tot["latency_cycles"]), "", "",
+                                       f"{plan.dram_bytes / comp:.2f}" if comp else "", ""]
     for col, text in zip(table.columns, footer, strict=True):
         col.footer = text
     return table
 
 
-def _row(lp: LayerPlan, dims: dict[Dim, int], multicore: bool) -> list[str]:
+def plan_summary(plan: NetworkPlan) -> str:
+    """The line under the plan table: latency, DRAM traffic, energy, and how many layers were searched."""
+    cached = len(plan.layers) - plan.searched_layers
+    unit, scale = byte_unit(plan.dram_bytes)
+    return (f"latency {plan.latency_cycles:,.0f} cycles = {human(plan.latency_s, 's')}, DRAM "
+            f"{scaled(plan.dram_bytes, scale)} {unit}, energy {human(plan.energy_pj * 1e-12, 'J')}\n"
+            f"{plan.searched_layers} of {plural(len(plan.layers), 'layer')} searched; {cached} reused an identical "
+            f"layer's plan (marked *) or move no data")
+
+
+def _row(lp: LayerPlan, layer: Layer, multicore: bool, scale: float) -> list[str]:
     c = lp.cost
     m = lp.mapping
-    name = lp.name + (" *" if lp.cached_from else "")
+    name = escape(lp.name + (" *" if lp.cached_from else ""))
+    shape = escape(short_shape(layer))
     if m is None:
-        return [name, lp.shape, "(in place)", "-"] + (["-"] if multicore else []) + ["0"] * 5 + ["", "", "", ""]
-    return [name, lp.shape, tiles_str(m, dims), order_str(m, dims)] + ([split_str(m)] if multicore else []) + [
-        kb(c.dram_input_bytes), kb(c.dram_weight_bytes), kb(c.dram_output_bytes), si(c.bursts),
-        si(c.latency_cycles), f"{c.utilization:.0%}", c.bound, f"{lp.gap_compulsory:.2f}",
+        return [name, shape, "(in place)"] + (["-"] if multicore else []) + ["0"] * 5 + ["", "", "", ""]
+    return [name, shape, loops_str(m, layer.dims)] + ([split_str(m)] if multicore else []) + [
+        scaled(c.dram_input_bytes, scale), scaled(c.dram_weight_bytes, scale), scaled(c.dram_output_bytes, scale),
+        si(c.bursts), si(c.latency_cycles), f"{c.utilization:.0%}", c.bound, f"{lp.gap_compulsory:.2f}",
         f"{lp.gap_io_bound:.2f}"]
 
 

@@ -58,6 +58,10 @@ class OpKind(Enum):
         return self in (OpKind.DEPTHWISE, OpKind.MAXPOOL, OpKind.AVGPOOL, OpKind.GLOBALPOOL, OpKind.ADD)
 
 
+#: Largest size of any one dimension of a layer (batch, channels, height, width, kernel).
+MAX_EXTENT = 65536
+
+
 @dataclass(frozen=True, slots=True)
 class Precision:
     """Bytes per element of each operand; ``psum`` is the accumulator width (defaults to output)."""
@@ -137,6 +141,9 @@ class Layer:
             value = getattr(self, fname)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise WorkloadError(f"{where}: {fname} must be a positive integer, got {value!r}")
+            if value > MAX_EXTENT:
+                raise WorkloadError(f"{where}: {fname}={value:,} is larger than the {MAX_EXTENT:,} tileplan plans "
+                                    f"(the search enumerates the tile sizes of every dimension)")
         if len(self.stride) != 2 or min(self.stride) < 1:
             raise WorkloadError(f"{where}: stride must be two positive integers, got {self.stride!r}")
         if len(self.dilation) != 2 or min(self.dilation) < 1:

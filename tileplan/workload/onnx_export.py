@@ -17,7 +17,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from tileplan.errors import WorkloadError
-from tileplan.report.files import write_bytes_atomic
+from tileplan.files import write_bytes_atomic
 from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.network import Network
 

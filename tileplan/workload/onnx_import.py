@@ -254,6 +254,9 @@ def _pin_batch(graph: onnx.GraphProto, inputs: list[onnx.ValueInfoProto], path: 
         for axis, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value > 0:
                 continue
+            if d.HasField("dim_value"):
+                raise OnnxShapeError(f"{path}: input {vi.name!r} has size {d.dim_value} on axis {axis}: every size "
+                                     f"of an input must be at least 1; re-export with the real input size")
             if axis == 0:
                 d.dim_value = 1
             else:
