@@ -30,7 +30,7 @@ import numpy as np
 
 from tileplan.cost.batch import MappingBatch
 from tileplan.cost.model import evaluate
-from tileplan.cost.problem import Problem
+from tileplan.cost.problem import CoreGrid, Problem
 from tileplan.dims import NDIMS, OPERANDS, RELEVANT, Dim, Operand
 from tileplan.errors import InfeasibleError, TileplanError
 from tileplan.mapping import Mapping
@@ -138,10 +138,10 @@ def _order(schedule: Schedule, f: Dim) -> list[Dim]:
     return [Dim.N, other, *inner, Dim.R, Dim.S]
 
 
-def candidates(problem: Problem, sl: Slicing, schedule: Schedule) -> MappingBatch:
+def candidates(problem: Problem, sl: Slicing, schedule: Schedule, grid: CoreGrid | None = None) -> MappingBatch:
     """Every (T_R, T_C, T_N) of Alg. 3 whose input tile fits, with T_M maximal (empty if none fit)."""
     layer = problem.layer
-    grid = problem.core_grid(sl.cluster_split, sl.core_split)
+    grid = grid or problem.core_grid(sl.cluster_split, sl.core_split)
     longest = grid.max_length
     f = filter_dim(problem)
     prec = problem.precision
@@ -206,9 +206,9 @@ def candidates(problem: Problem, sl: Slicing, schedule: Schedule) -> MappingBatc
                         sl.cluster_split, sl.core_split)
 
 
-def space_size(problem: Problem, sl: Slicing) -> int:
+def space_size(problem: Problem, sl: Slicing, grid: CoreGrid | None = None) -> int:
     """Points of Alg. 3's loops (T_R x T_C x T_N) for one slicing, before the memory checks."""
-    longest = problem.core_grid(sl.cluster_split, sl.core_split).max_length
+    longest = (grid or problem.core_grid(sl.cluster_split, sl.core_split)).max_length
     return int(longest[Dim.P]) * int(longest[Dim.Q]) * int(longest[Dim.C])
 
 
@@ -229,11 +229,12 @@ def tso(problem: Problem, objective: Objective, *, fix_partition: str | None = N
     pools: list[tuple[Slicing, MappingBatch, np.ndarray, np.ndarray]] = []
     space = 0.0
     for sl in slices:
-        space += space_size(problem, sl) * len(scheds)
+        grid = problem.core_grid(sl.cluster_split, sl.core_split)
+        space += space_size(problem, sl, grid) * len(scheds)
         for sched in scheds:
-            batch = candidates(problem, sl, sched)
+            batch = candidates(problem, sl, sched, grid)
             if len(batch):
-                bound = lower_bound(problem, objective, batch)
+                bound = lower_bound(problem, objective, batch, grid)
                 rank = np.argsort(bound, kind="stable")
                 pools.append((sl, batch, rank, bound[rank]))
     best_key: tuple[float, ...] | None = None

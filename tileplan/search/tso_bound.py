@@ -18,7 +18,7 @@ import numpy as np
 
 from tileplan.cost.batch import MappingBatch
 from tileplan.cost.model import reload_factors
-from tileplan.cost.problem import CoreSlice, Problem
+from tileplan.cost.problem import CoreGrid, CoreSlice, Problem
 from tileplan.dims import DIMS, OPERANDS, Dim, Operand
 from tileplan.search.objective import Objective
 
@@ -85,11 +85,12 @@ def _reload(batch: MappingBatch, length: np.ndarray) -> np.ndarray:
     return rho[inverse.ravel()]
 
 
-def lower_bound(problem: Problem, objective: Objective, batch: MappingBatch) -> np.ndarray:
+def lower_bound(problem: Problem, objective: Objective, batch: MappingBatch,
+                grid: CoreGrid | None = None) -> np.ndarray:
     """(n,) values no candidate of ``batch`` can beat under ``objective`` (``batch`` has whole R, S tiles)."""
     arch = problem.arch
     prec = problem.precision
-    grid = problem.core_grid(batch.cluster_split, batch.core_split)
+    grid = grid or problem.core_grid(batch.cluster_split, batch.core_split)
     n = len(batch)
     # Per operand: groups with equal core lengths share reload factors; sum their sweeps first.
     rho_cache: dict[tuple[int, ...], np.ndarray] = {}
