@@ -4,10 +4,7 @@ errors become one line on stderr and a non-zero exit. One module per command gro
 from __future__ import annotations
 
 import os
-import signal
-import sys
 from collections.abc import Sequence
-from types import FrameType
 
 from rich.text import Text
 
@@ -55,17 +52,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     return code if isinstance(code, int) else 0
 
 
-def _on_sigint(signum: int, frame: FrameType | None) -> None:
-    """First Ctrl-C: stop the work (``KeyboardInterrupt``); later ones are ignored so they cannot
-    break the clean-up."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    raise KeyboardInterrupt
-
-
 def main() -> None:
-    """Console entry point."""
-    signal.signal(signal.SIGINT, _on_sigint)
-    sys.exit(run())
+    """Console entry point (the installed script is ``tileplan.entry:main``, which sets up Ctrl-C
+    handling before this package is imported)."""
+    from tileplan.entry import main as entry_main
+
+    entry_main()
 
 
 if __name__ == "__main__":
