@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
 from tileplan.arch import from_dict
 from tileplan.arch.spec import Arch
+from tileplan.program import execute, reference_output
+from tileplan.program.ir import Program
+from tileplan.program.verify import random_operands
+from tileplan.workload.layer import Layer
 
 
 def toy_arch(*, burst: int = 16, sizes: tuple[int, int, int] = (1 << 20, 1 << 20, 1 << 20),
@@ -26,3 +36,23 @@ def toy_arch(*, burst: int = 16, sizes: tuple[int, int, int] = (1 << 20, 1 << 20
         "pe_array": {"axes": axes or []},
         "energy": {"mac_pj": 1.0},
     })
+
+
+def check_program_binary(exe: Path, layer: Layer, program: Program, tmp: Path, seed: int = 0) -> None:
+    """Run a compiled program (C or emulated CUDA) on random operands: its output equals the direct
+    reference and the byte counts it prints equal the executor's."""
+    inputs, weight = random_operands(layer, np.random.default_rng(seed), -100, 100)
+    args = []
+    for i, x in enumerate(inputs + ([weight] if weight is not None else [])):
+        path = tmp / f"operand{i}.bin"
+        x.astype("<i4").tofile(path)
+        args.append(str(path))
+    out_path = tmp / "output.bin"
+    done = subprocess.run([str(exe), *args, str(out_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    expected = reference_output(layer, inputs, weight)
+    got = np.fromfile(out_path, dtype="<i8").reshape(expected.shape)
+    np.testing.assert_array_equal(got, expected)
+    counted = execute(program, inputs, weight)
+    numbers = [int(v) for v in re.findall(r"-?\d+", done.stdout)]
+    assert numbers == [*counted.read_bytes, counted.write_bytes], done.stdout

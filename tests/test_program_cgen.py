@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import toy_arch
+from helpers import check_program_binary, toy_arch
 
 from tileplan.arch import load
 from tileplan.arch.spec import Arch
 from tileplan.dims import DIMS, Dim
 from tileplan.mapping import Mapping
-from tileplan.program import ProgramError, emit_c, execute, generate_program, reference_output
+from tileplan.program import ProgramError, emit_c, generate_program
 from tileplan.program.verify import random_operands
 from tileplan.workload.layer import Layer, Precision
 
@@ -38,22 +38,7 @@ def _run_c(layer: Layer, arch: Arch, mapping: Mapping, tmp: Path, seed: int = 0)
     """Compile and run the C program; compare its output and printed byte counts."""
     layer = layer.with_precision(Precision.uniform(arch.precision_bytes))
     program = generate_program(layer, arch, mapping)
-    exe = _compile(emit_c(program), tmp)
-    inputs, weight = random_operands(layer, np.random.default_rng(seed), -100, 100)
-    args = []
-    for i, x in enumerate(inputs + ([weight] if weight is not None else [])):
-        path = tmp / f"operand{i}.bin"
-        x.astype("<i4").tofile(path)
-        args.append(str(path))
-    out_path = tmp / "output.bin"
-    done = subprocess.run([str(exe), *args, str(out_path)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    expected = reference_output(layer, inputs, weight)
-    got = np.fromfile(out_path, dtype="<i8").reshape(expected.shape)
-    np.testing.assert_array_equal(got, expected)
-    counted = execute(program, inputs, weight)
-    numbers = [int(v) for v in re.findall(r"-?\d+", done.stdout)]
-    assert numbers == [*counted.read_bytes, counted.write_bytes], done.stdout
+    check_program_binary(_compile(emit_c(program), tmp), layer, program, tmp, seed)
 
 
 def test_vgg16_conv3_1_at_14x14(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from tileplan.errors import MappingError, TileplanError, WorkloadError
 from tileplan.mapping import Mapping
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
+from tileplan.report.correlation import Correlation
 from tileplan.search import STRATEGIES
 from tileplan.search import run as run_strategy
 from tileplan.search.objective import Objective
@@ -237,3 +238,27 @@ def compare(network: str | Path | Network, arch: str | Path | Arch, strategies: 
 
 def operand_names() -> list[str]:
     return [op.label for op in OPERANDS]
+
+
+def correlate(plan: NetworkPlan | str | Path, measured: dict[str, float] | str | Path | None = None, *,
+              time_c: bool = False, repeats: int = 3, log: Callable[[str], None] | None = None) -> Correlation:
+    """Pearson correlation of a plan's modelled per-layer times with measured ones (e-PlaNNer Fig.
+    6.3): ``measured`` is ``{layer: seconds}`` or a ``layer,seconds`` CSV; with ``time_c`` the plan's
+    generated C programs are compiled and timed on this CPU instead (zoo networks only)."""
+    from tileplan.program.ctime import time_layers
+    from tileplan.report.correlation import correlate as pair
+    from tileplan.report.correlation import read_measured
+
+    if not isinstance(plan, NetworkPlan):
+        try:
+            text = Path(plan).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise TileplanError(f"cannot read plan {plan}: {err}") from None
+        plan = NetworkPlan.from_json(text)
+    if time_c:
+        times = time_layers(load_network(plan.network), load_arch(plan.arch), plan, repeats=repeats, log=log)
+    elif measured is None:
+        raise TileplanError("give measured times (a layer,seconds CSV) or ask to time the generated C programs")
+    else:
+        times = measured if isinstance(measured, dict) else read_measured(measured)
+    return pair(plan, times)

@@ -11,6 +11,7 @@ from rich.text import Text
 from tileplan.cli import (  # noqa: F401  (importing a command module registers its commands)
     bench_cmd,
     compare_cmd,
+    correlate_cmd,
     experiment_cmd,
     info_cmd,
     plan_cmd,

@@ -36,18 +36,19 @@ def emit(
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer (then --output is a file)."),
-    target: str = typer.Option("ir", "--target", "-t", help="ir (e-PlaNNer text) | c (C99 program)"),
+    target: str = typer.Option("ir", "--target", "-t", help="ir (e-PlaNNer text) | c (C99) | cuda (.cu)"),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
     objective: str = typer.Option("latency", "--objective", "-o"),
     output: Path = typer.Option(..., "--output", help="File (with --layer) or folder for every layer."),
 ) -> None:
     """Write the execution program of the planned mapping of one layer or of every layer."""
-    from tileplan.program import generate_program, write_c, write_ir
+    from tileplan.program import generate_program
+    from tileplan.program.files import TARGETS, write_program
     from tileplan.report.files import check_output_file, check_output_folder, make_output_folder
 
     def work() -> None:
-        if target not in ("ir", "c"):
-            raise TileplanError(f"unknown target {target!r}; choose ir or c")
+        if target not in TARGETS:
+            raise TileplanError(f"unknown target {target!r}; choose {', '.join(TARGETS)}")
         if layer is not None:  # checked before the search; an existing file is replaced
             check_output_file(output)
         elif output.exists() and not output.is_dir():
@@ -56,7 +57,6 @@ def emit(
         else:
             check_output_folder(output)
         network, a, result = _plan_for(model, arch, sets, strategy, objective, layer)
-        write = write_ir if target == "ir" else write_c
         if layer is None:
             make_output_folder(output)
         written = 0
@@ -64,8 +64,8 @@ def emit(
             if lp.mapping is None:
                 continue
             program = generate_program(network[lp.name].with_precision(_prec(a)), a, lp.mapping)
-            path = output if layer is not None else output / f"{lp.name}.{'ir' if target == 'ir' else 'c'}"
-            write(program, path)
+            path = output if layer is not None else output / f"{lp.name}.{TARGETS[target]}"
+            write_program(program, path, target, mapping=lp.mapping)
             written += 1
         out.print(f"wrote {written} program(s) to {output}")
 

@@ -3,7 +3,8 @@
 * :func:`generate_program` — the program a mapping implies (exactly what the cost model prices);
 * :func:`emit_ir` / :func:`parse_ir` — its text form (``[info]``, ``[var]``, ``[text]`` sections);
 * :func:`execute` — run it on integer tensors, counting every DRAM byte and burst;
-* :func:`emit_c` — a self-contained C99 program doing the same;
+* :func:`emit_c` — a self-contained C99 program doing the same; :func:`emit_cuda` — a CUDA one
+  (``-DTILEPLAN_CUDA_EMULATE`` builds it for the CPU);
 * :func:`verify_layer` — all of the above against the direct reference and the cost model;
 * :func:`read_ir` / :func:`write_ir` / :func:`write_c` — files (errors name file and line; atomic writes).
 
@@ -22,6 +23,7 @@
 """
 
 from tileplan.program.cgen import emit_c
+from tileplan.program.cudagen import emit_cuda
 from tileplan.program.errors import OnChipOverflowError, ProgramError
 from tileplan.program.executor import ExecResult, execute
 from tileplan.program.files import read_ir, write_c, write_ir
@@ -31,6 +33,6 @@ from tileplan.program.irtext import emit_ir, parse_ir
 from tileplan.program.reference import reference_output
 from tileplan.program.verify import VerifyResult, verify_layer
 
-__all__ = ["ExecResult", "OnChipOverflowError", "Program", "ProgramError", "VerifyResult", "emit_c",
+__all__ = ["ExecResult", "OnChipOverflowError", "Program", "ProgramError", "VerifyResult", "emit_c", "emit_cuda",
            "emit_ir", "execute", "generate_program", "parse_ir", "read_ir", "reference_output",
            "verify_layer", "write_c", "write_ir"]

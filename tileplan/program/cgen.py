@@ -109,10 +109,17 @@ def emit_c(program: Program) -> str:
     output is written as little-endian int64 in (N, K, P, Q) order; the DRAM bytes moved are printed.
     It compiles cleanly with ``cc -std=c99 -Wall -Wextra -Werror``.
     """
+    fields = substitutions(program, _Emitter(program))
+    fields["memories"] = "\n".join(f"static int64_t mem_{m.name}[NCORES][{m.size_bytes}]; /* holds "
+                                   f"{', '.join(o.label for o in m.operands)} */" for m in program.memories)
+    return RUNTIME.substitute(fields)
+
+
+def substitutions(program: Program, em: _Emitter) -> dict[str, object]:
+    """The template fields a runtime (C or CUDA) is filled with: tensors, tiles, inputs, the body."""
     p = program
     if p.instruction_count == 0:
         raise ProgramError(f"layer {p.name} ({p.op.value}) moves no data: there is no C program to emit")
-    em = _Emitter(p)
     dram = []
     rows = []
     for t in p.tensors:
@@ -122,8 +129,6 @@ def emit_c(program: Program) -> str:
                     f"{t.elem_bytes}, {t.onchip_bytes}, {int(t.operand)}}},")
     tiles = [f"    {{{em.tensor_id[t.tensor]}, {_c_list([lo for lo, _ in t.box])}, "
              f"{_c_list([hi for _, hi in t.box])}}}, /* {t.name} */" for t in p.tiles]
-    memories = [f"static int64_t mem_{m.name}[NCORES][{m.size_bytes}]; /* holds "
-                f"{', '.join(o.label for o in m.operands)} */" for m in p.memories]
     inputs = list(p.inputs) + ([p.weight] if p.weight is not None else [])
     names = [f"{t.name.lower()}.bin" for t in inputs] + ["output.bin"]
     reads = [f"    transfer_file(argv[{i + 1}], &tensors[{em.tensor_id[t.name]}], 0);"
@@ -133,10 +138,10 @@ def emit_c(program: Program) -> str:
     body.append("    (void)conv; (void)pool; (void)divide; (void)init_tile; (void)load; (void)store;")
     body.append("    " + " ".join(f"(void)mem_{m.name};" for m in p.memories))
     geo = p.inputs[0].shape
-    return RUNTIME.substitute(
+    return dict(
         name=p.name, op=p.op.value, usage=f"prog {' '.join(names)}", ncores=len(p.streams),
         ntensors=len(p.tensors), sh=p.stride[0], sw=p.stride[1], dh=p.dilation[0], dw=p.dilation[1],
         pt=p.pads[0], pl=p.pads[2], in_h=geo[3], in_w=geo[4], dram_arrays="\n".join(dram),
-        tensor_rows="\n".join(rows), tile_rows="\n".join(tiles), memories="\n".join(memories),
+        tensor_rows="\n".join(rows), tile_rows="\n".join(tiles), memories="",
         nargs=len(names) + 1, args=" ".join(names), read_inputs="\n".join(reads), body="\n".join(body),
         out_arg=len(names), out_tensor=em.tensor_id["OUTPUT"])

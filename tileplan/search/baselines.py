@@ -34,8 +34,26 @@ def _space(problem: Problem) -> tuple[Nest, np.ndarray]:
 
 
 def _fitting(nest: Nest, tilings: np.ndarray) -> np.ndarray:
+    """The tilings whose tiles fit (memory use does not depend on the loop order)."""
     ok = np.concatenate([nest.fits(tilings[s:s + CHUNK]) for s in range(0, len(tilings), CHUNK)])
     return tilings[ok]
+
+
+def _maximise(nest: Nest, base: np.ndarray, loops: tuple[int, ...]) -> np.ndarray | None:
+    """``base`` with ``loops`` set to the fitting combination of their tile values (at or above
+    ``base``) with the largest product, ties to the larger first loop; ``None`` if none fits. Memory
+    grows with every tile, so the other loops stay at ``base`` (their smallest) while these grow."""
+    values = [nest.values(loop, int(base[loop])) for loop in loops]
+    mesh = np.meshgrid(*values, indexing="ij")
+    cand = np.repeat(base[None], mesh[0].size, axis=0)
+    for loop, m in zip(loops, mesh, strict=True):
+        cand[:, loop] = m.ravel()
+    fit = _fitting(nest, cand)
+    if len(fit) == 0:
+        return None
+    size = np.prod(fit[:, list(loops)], axis=1)
+    pick = np.lexsort([-fit[:, loop] for loop in loops[::-1]] + [-size])[0]
+    return fit[pick]
 
 
 def _result(name: str, problem: Problem, nest: Nest, objective: Objective, tilings: np.ndarray,
@@ -59,11 +77,10 @@ def ma(problem: Problem, objective: Objective) -> SearchResult:
     """Ma et al.: IC (with KW, KH) tiled as fully as fits first, then the best remaining factors."""
     t0 = time.perf_counter()
     nest, tilings = _space(problem)
-    fit = _fitting(nest, tilings)
-    if len(fit) == 0:
+    widest = _maximise(nest, tilings.min(axis=0), (IC,))
+    if widest is None:
         raise no_fit(problem, "ma")
-    widest = fit[fit[:, IC] == fit[:, IC].max()]
-    return _result("ma", problem, nest, objective, widest, t0)
+    return _result("ma", problem, nest, objective, tilings[tilings[:, IC] == widest[IC]], t0)
 
 
 def output_stationary_rule(nest: Nest) -> bool:
@@ -76,15 +93,16 @@ def smartshuttle_rules(problem: Problem, objective: Objective) -> SearchResult:
     """SmartShuttle's empirical rules (the objective is not consulted: the rules fix the plan)."""
     t0 = time.perf_counter()
     nest, tilings = _space(problem)
-    fit = _fitting(nest, tilings)
-    if len(fit) == 0:
-        raise no_fit(problem, "smartshuttle-rules")
-    if output_stationary_rule(nest):
-        keys, innermost = [fit[:, OC], fit[:, OH], fit[:, IC]], IC
-    else:
-        keys, innermost = [fit[:, OC] * fit[:, IC], fit[:, OC], fit[:, OH]], OH
-    pick = int(np.lexsort([-k for k in keys[::-1]])[0])
-    return _result("smartshuttle-rules", problem, nest, objective, fit[pick:pick + 1], t0, innermost=innermost)
+    plan: np.ndarray | None = tilings.min(axis=0)
+    steps = ((OC,), (OH,), (IC,)) if output_stationary_rule(nest) else ((OC, IC), (OH,))
+    for loops in steps:
+        assert plan is not None
+        plan = _maximise(nest, plan, loops)
+        if plan is None:
+            raise no_fit(problem, "smartshuttle-rules")
+    assert plan is not None
+    innermost = IC if output_stationary_rule(nest) else OH
+    return _result("smartshuttle-rules", problem, nest, objective, plan[None], t0, innermost=innermost)
 
 
 __all__ = ["ma", "output_stationary_rule", "smartshuttle_rules", "zhang"]

@@ -160,27 +160,30 @@ def no_fit(problem: Problem, what: str) -> InfeasibleError:
                            f"{problem.arch.name}; use --strategy exhaustive")
 
 
-def eplanner(problem: Problem, objective: Objective) -> SearchResult:
-    """e-PlaNNer's pruned search (Alg. 1-4) under ``objective`` (the thesis: ``perf-per-byte``)."""
+def eplanner_counted(problem: Problem, objective: Objective) -> tuple[SearchResult, SpaceCount]:
+    """:func:`eplanner` and the Table 8.5 numbers of its search (see :class:`SpaceCount`)."""
     t0 = time.perf_counter()
     nest = Nest.of(problem)
     bound, _ = alg2_eliminate(nest, alg1_initial(nest, relax=False))
     found = search_grid(nest, objective, nest.grid(bound))
     if found is None:
         raise no_fit(problem, "e-PlaNNer")
-    batch, cost, evaluated, _ = found
-    return SearchResult("eplanner", nest.mapping(batch, 0), cost, evaluated, float(unpruned_count(nest)),
-                        time.perf_counter() - t0)
+    batch, cost, evaluated, fit = found
+    unpruned = unpruned_count(nest)
+    result = SearchResult("eplanner", nest.mapping(batch, 0), cost, evaluated, float(unpruned),
+                          time.perf_counter() - t0)
+    return result, SpaceCount(unpruned, evaluated, fit)
+
+
+def eplanner(problem: Problem, objective: Objective) -> SearchResult:
+    """e-PlaNNer's pruned search (Alg. 1-4) under ``objective`` (the thesis: ``perf-per-byte``)."""
+    return eplanner_counted(problem, objective)[0]
 
 
 def space_count(problem: Problem) -> SpaceCount:
     """Table 8.5's numbers for one layer (see :class:`SpaceCount`)."""
-    nest = Nest.of(problem)
-    bound, _ = alg2_eliminate(nest, alg1_initial(nest, relax=False))
-    tilings = nest.grid(bound)
-    fit = int(sum(nest.fits(tilings[s:s + CHUNK]).sum() for s in range(0, len(tilings), CHUNK)))
-    return SpaceCount(unpruned_count(nest), len(tilings), fit)
+    return eplanner_counted(problem, Objective.PERF_PER_BYTE)[1]
 
 
-__all__ = ["SpaceCount", "Steps", "alg1_initial", "alg2_eliminate", "eplanner", "reload_bytes",
+__all__ = ["SpaceCount", "Steps", "alg1_initial", "alg2_eliminate", "eplanner", "eplanner_counted", "reload_bytes",
            "search_grid", "space_count", "steps"]
