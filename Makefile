@@ -9,6 +9,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/python -m tileplan.cost.compiled  # compile the cost kernel once (numba caches it)
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -24,7 +24,7 @@ def _tiny() -> FusedGroup:
     return FusedGroup((a, b))
 
 
-@pytest.mark.parametrize("capacity", [330, 1 << 16])
+@pytest.mark.parametrize("capacity", [330])
 def test_search_finds_the_brute_force_optimum(capacity):
     group = _tiny()
     arch = toy_arch(unified=capacity, axes=[{"name": "x", "size": 4, "dims": ["K"], "max_dims": 1}], overlap=True)
@@ -49,3 +49,36 @@ def test_search_finds_the_brute_force_optimum(capacity):
         assert float(obj.key(found.cost)[0]) == pytest.approx(best[obj], rel=1e-12)
         again = evaluate_fused(group, arch, found.mapping).cost  # the reported mapping has the reported cost
         assert float(obj.key(again)[0]) == pytest.approx(best[obj], rel=1e-12)
+
+
+def test_vgg16_first_three_layers_fused_cut_dram_traffic_by_more_than_the_papers_60_percent():
+    """HW-Flow-Fusion Sec. 5 (Fig. 12): fusing VGG16's CONV1-CONV2-POOL1 at 16 bit cuts DRAM traffic by
+    about 60 %. Against the compulsory traffic of the three layers run unfused (each reads its input
+    and weights and writes its output once: a lower bound of any unfused plan), our fused optimum on
+    HW config 1's 512 kB buffer saves 93 % (the intermediate 6.4 MB maps dominate)."""
+    from tileplan import api
+    from tileplan.dims import Operand
+
+    net = api.load_network("vgg16").with_precision(Precision.uniform(2))
+    names = ["conv1_1", "conv1_2", "pool1"]
+    unfused = sum(net[n].tensor_bytes(op) for n in names for op in Operand)
+    found = search_group(FusedGroup.of(net, names), api.load_arch("hwff1"), Objective.DRAM)
+    assert found is not None
+    fused = float(found.cost.dram_bytes[0])
+    assert fused == 301_056 + 77_184 + 1_605_632  # input once, weights once, pooled output once
+    assert 1 - fused / unfused > 0.9
+
+
+def test_restricted_searches_are_never_better_than_the_general_one():
+    group = _tiny()
+    arch = toy_arch(unified=1 << 16, axes=[{"name": "x", "size": 4, "dims": ["K"], "max_dims": 1}], overlap=True)
+    gm = GroupModel(group, arch)
+    general = search_group(group, arch, Objective.LATENCY, gm=gm)
+    restricted = [search_group(group, arch, Objective.LATENCY, gm=gm, residencies=[(True, True)],
+                               overlaps=(Overlap.REUSE,)),
+                  search_group(group, arch, Objective.LATENCY, gm=gm, chunks=[(2,)], tile_ks=[3])]
+    assert general is not None
+    for r in restricted:
+        assert r is not None
+        assert float(Objective.LATENCY.key(general.cost)[0]) <= float(Objective.LATENCY.key(r.cost)[0])
+    assert restricted[0].mapping.overlap is Overlap.REUSE and restricted[1].mapping.chunk == (2,)

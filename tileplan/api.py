@@ -22,7 +22,10 @@ from tileplan.cost.bounds import compulsory_bytes, io_lower_bound_bytes
 from tileplan.cost.model import evaluate as evaluate_batch
 from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, OPERANDS, Dim, Operand
-from tileplan.errors import MappingError, TileplanError, WorkloadError
+from tileplan.errors import InfeasibleError, MappingError, TileplanError, WorkloadError
+from tileplan.fusion.group import FusedGroup
+from tileplan.fusion.plan import FusionPlan
+from tileplan.fusion.search import GroupResult
 from tileplan.mapping import Mapping
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
@@ -217,6 +220,43 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                                  cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
                        {"batch": batch, "precision_bytes": precision_bytes or a.precision_bytes})
+
+
+def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, objective: str | Objective = "latency",
+               strategy: str = "exhaustive", batch: int = 1, precision_bytes: int | None = None,
+               budget: int = 20_000, seed: int = 0, cache: bool = True, jobs: int | None = None,
+               max_group: int = 4, every_start: bool = True, progress: Progress | None = None) -> FusionPlan:
+    """Plan ``network`` with layer fusion: the unfused plan of every layer (:func:`plan`), then the
+    fused groups of up to ``max_group`` layers that the dynamic programme of ``fusion.planner``
+    chooses (never worse than the unfused plan under ``objective``)."""
+    from tileplan.fusion.planner import plan_fusion
+
+    if max_group < 2:
+        raise TileplanError(f"max_group must be at least 2 (a group fuses two or more layers), got {max_group}")
+    a = load_arch(arch)
+    net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
+    base = plan(net, a, strategy=strategy, objective=objective, batch=batch, precision_bytes=precision_bytes,
+                budget=budget, seed=seed, cache=cache, jobs=jobs, progress=progress)
+    return plan_fusion(net, a, base, objective, max_group=max_group, every_start=every_start,
+                       jobs=jobs or os.cpu_count() or 1, progress=progress)
+
+
+def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Sequence[str], *,
+               objective: str | Objective = "latency", batch: int = 1,
+               precision_bytes: int | None = None) -> tuple[FusedGroup, GroupResult]:
+    """The best fused mapping of the consecutive layers ``names`` of ``network`` (a legal chain).
+
+    Raises ``WorkloadError`` for an illegal group and ``InfeasibleError`` when no fused mapping fits.
+    """
+    from tileplan.fusion.search import search_group
+
+    a = load_arch(arch)
+    net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
+    group = FusedGroup.of(net, names)
+    result = search_group(group, a, Objective(objective))
+    if result is None:
+        raise InfeasibleError(f"no fused mapping of {group.name} fits on {a.name}'s on-chip memories")
+    return group, result
 
 
 def compare(network: str | Path | Network, arch: str | Path | Arch, strategies: Sequence[str], *,

@@ -10,6 +10,8 @@ import typer
 from tileplan import api
 from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
 from tileplan.errors import TileplanError
+from tileplan.fusion.plan import FusionPlan
+from tileplan.workload.network import Network
 
 
 @app.command()
@@ -32,8 +34,11 @@ def plan(
     csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer."),
     plots_dir: Path | None = typer.Option(None, "--plots", help="Write the plan's figures (roofline, traffic, "
                                           "time, layer graph) as PNG and SVG into this folder."),
+    fuse: bool = typer.Option(False, "--fuse", help="Also fuse chains of layers (intermediate maps stay on chip)."),
+    max_group: int = typer.Option(4, "--max-group", help="Most layers in one fused group (with --fuse)."),
 ) -> None:
-    """Find the best mapping of every layer of MODEL and print a per-layer table with totals."""
+    """Find the best mapping of every layer of MODEL and print a per-layer table with totals
+    (with --fuse: the best cut into fused groups and single layers)."""
     from tileplan.report.files import check_output_file, check_output_folder, make_output_folder, write_text_atomic
     from tileplan.report.tables import plan_csv, plan_table
 
@@ -53,18 +58,26 @@ def plan(
             def tick(done: int, total: int, label: str) -> None:
                 bar.update(task, completed=done, total=total, label=label)
 
-            result = api.plan(network, machine, strategy=strategy, objective=objective, budget=budget, seed=seed,
-                              cache=not no_cache, jobs=jobs, progress=tick)
-        out.print(plan_table(result, network, show_cached=all_layers))
-        cached = len(result.layers) - result.searched_layers
-        out.print(f"latency {result.latency_cycles:,.0f} cycles = {result.latency_s * 1e3:.3f} ms, "
-                  f"DRAM {result.dram_bytes / 1e6:.3f} MB, energy {result.energy_pj / 1e6:.3f} uJ; "
-                  f"{result.searched_layers} of {len(result.layers)} layers searched "
-                  f"({cached} reused an identical layer's plan or move no data; * marks reuse)")
-        if json_path:
-            write_text_atomic(json_path, result.to_json())
-        if csv_path:
-            write_text_atomic(csv_path, plan_csv(result))
+            if fuse:
+                fused = api.plan_fused(network, machine, strategy=strategy, objective=objective, budget=budget,
+                                       seed=seed, cache=not no_cache, jobs=jobs, max_group=max_group, progress=tick)
+            else:
+                result = api.plan(network, machine, strategy=strategy, objective=objective, budget=budget,
+                                  seed=seed, cache=not no_cache, jobs=jobs, progress=tick)
+        if fuse:
+            _print_fused(fused, network, json_path, csv_path)
+            result = fused.base
+        else:
+            out.print(plan_table(result, network, show_cached=all_layers))
+            cached = len(result.layers) - result.searched_layers
+            out.print(f"latency {result.latency_cycles:,.0f} cycles = {result.latency_s * 1e3:.3f} ms, "
+                      f"DRAM {result.dram_bytes / 1e6:.3f} MB, energy {result.energy_pj / 1e6:.3f} uJ; "
+                      f"{result.searched_layers} of {len(result.layers)} layers searched "
+                      f"({cached} reused an identical layer's plan or move no data; * marks reuse)")
+            if json_path:
+                write_text_atomic(json_path, result.to_json())
+            if csv_path:
+                write_text_atomic(csv_path, plan_csv(result))
         if plots_dir is not None:
             from tileplan.report.plan_plots import plan_figures, save_plan_figures
 
@@ -72,6 +85,25 @@ def plan(
             out.print(f"wrote {len(paths) // 2} figures (PNG and SVG) to {plots_dir}", highlight=False)
 
     _guard(work)
+
+
+def _print_fused(fused: FusionPlan, network: Network, json_path: Path | None, csv_path: Path | None) -> None:
+    from tileplan.report.files import write_text_atomic
+    from tileplan.report.fusion_tables import fusion_table
+    from tileplan.report.tables import plan_csv
+
+    base = fused.base
+    out.print(fusion_table(fused, network))
+    saving = 1 - fused.dram_bytes / base.dram_bytes if base.dram_bytes else 0.0
+    out.print(f"fused: latency {fused.latency_cycles:,.0f} cycles, DRAM {fused.dram_bytes / 1e6:.3f} MB, energy "
+              f"{fused.energy_pj / 1e6:.3f} uJ; unfused: latency {base.latency_cycles:,.0f} cycles, DRAM "
+              f"{base.dram_bytes / 1e6:.3f} MB, energy {base.energy_pj / 1e6:.3f} uJ; DRAM saving {saving:.1%}; "
+              f"{fused.meta['candidates']} candidate groups, {fused.meta['searched']} searched "
+              f"(* marks reuse of an identical segment's plan)")
+    if json_path:
+        write_text_atomic(json_path, fused.to_json())
+    if csv_path:
+        write_text_atomic(csv_path, plan_csv(base))
 
 
 @app.command("eval")

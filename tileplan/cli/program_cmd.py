@@ -40,13 +40,30 @@ def emit(
     strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
     objective: str = typer.Option("latency", "--objective", "-o"),
     output: Path = typer.Option(..., "--output", help="File (with --layer) or folder for every layer."),
+    group: str | None = typer.Option(None, "--group", "-g", help="A fused group, e.g. conv1_1+conv1_2: write "
+                                     "its fused program (text) to the --output file."),
 ) -> None:
-    """Write the execution program of the planned mapping of one layer or of every layer."""
+    """Write the execution program of the planned mapping of one layer or of every layer (or of the
+    best fused mapping of a group of layers)."""
     from tileplan.program import generate_program
     from tileplan.program.files import TARGETS, write_program
     from tileplan.report.files import check_output_file, check_output_folder, make_output_folder
 
     def work() -> None:
+        if group is not None:
+            from tileplan.fusion.program import generate_fused
+            from tileplan.report.files import write_text_atomic
+
+            if target != "ir":
+                raise TileplanError("fused groups are emitted as text programs only (--target ir)")
+            check_output_file(output)
+            a = api.load_arch(arch, sets or ())
+            fused, res = api.plan_group(model, a, group.split("+"), objective=objective)
+            fprog = generate_fused(fused, a, res.mapping)
+            write_text_atomic(output, fprog.text())
+            out.print(f"wrote the fused program of {fused.name} ({len(fprog.instructions):,} instructions, "
+                      f"{res.mapping.describe(fused)}) to {output}")
+            return
         if target not in TARGETS:
             raise TileplanError(f"unknown target {target!r}; choose {', '.join(TARGETS)}")
         if layer is not None:  # checked before the search; an existing file is replaced
@@ -87,14 +104,19 @@ def verify(
     strategy: str = typer.Option("exhaustive", "--strategy", "-s"),
     objective: str = typer.Option("latency", "--objective", "-o"),
     seed: int = typer.Option(0, help="Seed of the random integer operands."),
+    group: str | None = typer.Option(None, "--group", "-g", help="Verify the best fused mapping of this group "
+                                     "of consecutive layers instead, e.g. conv1_1+conv1_2."),
 ) -> None:
     """Plan, emit, execute and check every distinct layer: bit-exact output, and the DRAM bytes and
-    bursts the program moved equal to what the model predicted."""
+    bursts the program moved equal to what the model predicted (with --group: one fused group)."""
     from rich.table import Table
 
     from tileplan.program import verify_layer
 
     def work() -> None:
+        if group is not None:
+            _verify_group(model, arch, sets, group, objective, seed)
+            return
         network, a, result = _plan_for(model, arch, sets, strategy, objective, layer)
         todo = [lp for lp in result.layers if lp.mapping is not None and lp.cached_from is None]
         table = Table(title=f"verify {network.name} on {a.name}")
@@ -119,6 +141,35 @@ def verify(
             raise typer.Exit(code=1)
 
     _guard(work)
+
+
+def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, objective: str, seed: int) -> None:
+    from rich.table import Table
+
+    from tileplan.fusion.verify import verify_fused
+
+    a = api.load_arch(arch, sets or ())
+    with _progress() as bar:
+        bar.add_task("searching the fused group", total=None, label=names)
+        fused, res = api.plan_group(model, a, names.split("+"), objective=objective)
+    with _progress() as bar:
+        bar.add_task("executing the fused program", total=None, label=names)
+        v = verify_fused(fused, a, res.mapping, seed=seed)
+    table = Table(title=f"verify fused {fused.name} on {a.name}: {res.mapping.describe(fused)}")
+    for c in ("", "input B", "weight B", "output B", "bursts", "MACs"):
+        table.add_column(c, justify="left" if not c else "right")
+    for label, rd, wr, bu, macs in (("predicted", v.predicted_read_bytes, v.predicted_write_bytes,
+                                     v.predicted_bursts, v.predicted_macs),
+                                    ("counted", v.counted_read_bytes, v.counted_write_bytes, v.counted_bursts,
+                                     v.counted_macs)):
+        table.add_row(label, f"{rd[0]:,}", f"{rd[1]:,}", f"{rd[2] + wr:,}", f"{sum(bu):,}", f"{macs:,}")
+    out.print(table)
+    peaks = ", ".join(f"{name} {b:,} B" for name, b in v.peak_bytes.items())
+    out.print(f"{v.instructions:,} instructions; on-chip peak {peaks}; output "
+              + ("bit-exact against the layers run one by one" if v.bit_exact else "[red]DIFFERS[/]")
+              + ("; counted traffic and MACs equal the model" if v.ok else "; [red]FAIL[/]"))
+    if not v.ok:
+        raise typer.Exit(code=1)
 
 
 @app.command()

@@ -17,7 +17,7 @@ from tileplan.arch.spec import Arch
 from tileplan.cost.batch import CostBatch
 from tileplan.dims import Dim, Operand
 from tileplan.fusion.cost import FusedCost, GroupModel, _ceil, box_bursts, parts
-from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
+from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap, out_step
 
 _IN, _W, _OUT = Operand.INPUT, Operand.WEIGHT, Operand.OUTPUT
 
@@ -40,12 +40,12 @@ def weight_terms(gm: GroupModel, m: int, resident: bool, chunk: tuple[int, ...],
     if resident:
         return np.full(gm.n, float(total * b)), np.full(gm.n, float(_ceil(total * b, burst))), total * b
     kt, c, rs = layer.k_out, layer.dims[Dim.C], layer.r * layer.s
-    last = m == len(gm.layers) - 1
     if m > 0 and chunk[m - 1] < layer.c_in:
         pieces = sum(cnt * kt * int(_ceil(ce * rs * b, burst)) for ce, cnt in parts(c, chunk[m - 1]))
         piece_bytes = kt * min(chunk[m - 1], c) * rs * b
     else:
-        f = chunk[m] if not last and chunk[m] < kt else (tile_k if last and tile_k < kt else 1)
+        streamed = tuple(i != m for i in range(len(gm.layers)))  # this layer's weights streamed
+        f = out_step(gm.group, m, chunk, tile_k, streamed)
         pieces = sum(cnt * int(_ceil(fe * c * rs * b, burst)) for fe, cnt in parts(kt, f))
         piece_bytes = min(f, kt) * c * rs * b
     return steps * float(total * b), steps * float(pieces), piece_bytes
@@ -135,8 +135,11 @@ def assemble(gm: GroupModel, *, tile_n: int, tile_k: int, overlap: Overlap, resi
         reuse_rows += rr
         reuse_cols += rc
         c_chunk = chans_in if (m > 0 and chans_in < layer.c_in) else layer.dims[Dim.C]
-        k_tile = tile_k if m == nl - 1 else layer.dims[Dim.K]
-        cyc, pick = gm.compute_cycles(m, overlap, tile_n, c_chunk, k_tile, None if unroll is None else unroll[m])
+        step = out_step(gm.group, m, chunk, tile_k, resident)
+        g_tile = 1 if step < layer.k_out else layer.groups
+        k_tile = step if layer.groups == 1 else layer.dims[Dim.K]
+        cyc, pick = gm.compute_cycles(m, overlap, tile_n, c_chunk, (g_tile, k_tile),
+                                      None if unroll is None else unroll[m])
         compute += cyc
         choices.append(pick)
         kind = "new" if reuse else "out"
@@ -148,12 +151,12 @@ def assemble(gm: GroupModel, *, tile_n: int, tile_k: int, overlap: Overlap, resi
                                             gm.ext(gm.hist(1, kin, m)))
         in_step = ins * (k_trips if m == nl - 1 else 1)
         w_step = steps * float(layer.elements(_W))
-        out_step = outs * layer.k_out * (-(-layer.dims[Dim.C] // c_chunk))
+        out_elems = outs * layer.k_out * (-(-layer.dims[Dim.C] // c_chunk))
         psum = prob.precision.psum
         acc[:, _IN] += in_step * prob.precision.input
         acc[:, _W] += w_step * prob.precision.weight
-        acc[:, _OUT if m == nl - 1 else _IN] += 2 * out_step * psum
-        noc += in_step * prob.precision.input + w_step * prob.precision.weight + out_step * psum
+        acc[:, _OUT if m == nl - 1 else _IN] += 2 * out_elems * psum
+        noc += in_step * prob.precision.input + w_step * prob.precision.weight + out_elems * psum
     if direction is None:
         use_cols = reuse_cols < reuse_rows
     else:

@@ -171,11 +171,11 @@ class GroupModel:
             self._cache[key] = spatial_options(self.problems[m], self.layers[m].dim_tuple)
         return self._cache[key]
 
-    def compute_cycles(self, m: int, overlap: Overlap, tile_n: int, c_chunk: int, k_tile: int,
+    def compute_cycles(self, m: int, overlap: Overlap, tile_n: int, c_chunk: int, gk_tile: tuple[int, int],
                        unroll: tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(n,) compute cycles of layer ``m`` over all steps and the (n,) index of the unroll option
         used (the fastest per candidate when ``unroll`` is None; -1 when it was given)."""
-        key = ("compute", m, overlap is Overlap.RECOMPUTE, tile_n, c_chunk, k_tile, unroll)
+        key = ("compute", m, overlap is Overlap.RECOMPUTE, tile_n, c_chunk, gk_tile, unroll)
         if key not in self._cache:
             options = self.unroll_options(m) if unroll is None else np.array([unroll], dtype=np.int64)
             kind = "out" if overlap is Overlap.RECOMPUTE else "new"
@@ -183,7 +183,7 @@ class GroupModel:
             best = np.full(self.n, np.inf)
             choice = np.zeros(self.n, dtype=np.int64)
             for k, u in enumerate(options):
-                cyc = self._cycles_one(m, hr, hq, tile_n, c_chunk, k_tile, u)
+                cyc = self._cycles_one(m, hr, hq, tile_n, c_chunk, gk_tile, u)
                 better = cyc < best
                 best = np.where(better, cyc, best)
                 choice = np.where(better, k, choice)
@@ -191,7 +191,7 @@ class GroupModel:
         value = self._cache[key]
         return value[0], value[1].astype(np.int64)
 
-    def _cycles_one(self, m: int, hr: np.ndarray, hq: np.ndarray, tile_n: int, c_chunk: int, k_tile: int,
+    def _cycles_one(self, m: int, hr: np.ndarray, hq: np.ndarray, tile_n: int, c_chunk: int, gk_tile: tuple[int, int],
                     u: np.ndarray) -> np.ndarray:
         prob, layer = self.problems[m], self.layers[m]
         d = layer.dims
@@ -200,10 +200,11 @@ class GroupModel:
         e_p = np.arange(hr.shape[1], dtype=np.int64)
         e_q = np.arange(hq.shape[1], dtype=np.int64)
         total = np.zeros(self.n)
-        for (en, cn), (ek, ck), (ec, cc) in product(parts(d[Dim.N], tile_n), parts(d[Dim.K], k_tile),
-                                                     parts(d[Dim.C], c_chunk)):
-            ext = {Dim.N: en, Dim.G: d[Dim.G], Dim.K: ek, Dim.C: ec, Dim.R: d[Dim.R], Dim.S: d[Dim.S]}
-            scal = float(cn * ck * cc)
+        for (en, cn), (eg, cg), (ek, ck), (ec, cc) in product(
+                parts(d[Dim.N], tile_n), parts(d[Dim.G], gk_tile[0]), parts(d[Dim.K], gk_tile[1]),
+                parts(d[Dim.C], c_chunk)):
+            ext = {Dim.N: en, Dim.G: eg, Dim.K: ek, Dim.C: ec, Dim.R: d[Dim.R], Dim.S: d[Dim.S]}
+            scal = float(cn * cg * ck * cc)
             for dim, e in ext.items():
                 if dim not in flat_dims:
                     scal *= int(_ceil(e, int(u[dim])))

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from tileplan.dims import NDIMS
+from tileplan.dims import NDIMS, Dim
 from tileplan.errors import MappingError, WorkloadError
 from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.network import Network
@@ -117,8 +117,25 @@ class FusedGroup:
     def chunkable(self, m: int) -> bool:
         """Whether intermediate map ``m`` (output of layer ``m``) may be produced in channel chunks:
         its consumer must reduce over all of its input channels (an ungrouped layer with weights)."""
-        consumer = self.layers[m + 1]
-        return consumer.has_weights and consumer.groups == 1 and consumer.c_in > 1
+        producer, consumer = self.layers[m], self.layers[m + 1]
+        return consumer.has_weights and consumer.groups == 1 and consumer.c_in > 1 and producer.groups == 1
+
+
+def out_step(group: FusedGroup, m: int, chunk: tuple[int, ...], tile_k: int, resident: tuple[bool, ...]) -> int:
+    """Output channels (all groups flattened) layer ``m`` computes at a time: a chunk of a chunked map,
+    the last layer's ``tile_k``, one filter (ungrouped) or one group's filters when its weights are
+    streamed (so one piece is on chip at a time), else all of them."""
+    layer = group.layers[m]
+    kt = layer.k_out
+    last = m == len(group) - 1
+    if not last and chunk[m] < kt:
+        return chunk[m]
+    if last and tile_k < kt:
+        return tile_k
+    consumes_chunk = m > 0 and chunk[m - 1] < layer.c_in
+    if layer.has_weights and not resident[m] and not consumes_chunk:
+        return layer.dims[Dim.K] if layer.groups > 1 else 1
+    return kt
 
 
 @dataclass(frozen=True)
@@ -168,6 +185,10 @@ class FusedMapping:
         if self.tile_k < last.k_out and last.groups > 1:
             raise MappingError("tile_k below K needs an ungrouped last layer")
 
+    def out_step(self, group: FusedGroup, m: int) -> int:
+        """Output channels layer ``m`` computes at a time (see :func:`out_step`)."""
+        return out_step(group, m, self.chunk, self.tile_k, self.resident)
+
     def to_dict(self) -> dict[str, Any]:
         return {"tile_n": self.tile_n, "tile_p": self.tile_p, "tile_q": self.tile_q, "tile_k": self.tile_k,
                 "overlap": self.overlap.value, "direction": self.direction.value, "resident": list(self.resident),
@@ -182,6 +203,16 @@ class FusedMapping:
                        tuple(tuple(int(v) for v in u) for u in data["unroll"]))
         except (KeyError, TypeError, ValueError) as err:
             raise MappingError(f"malformed fused mapping: {err}") from None
+
+    def describe(self, group: FusedGroup) -> str:
+        """Like ``str`` but naming only the maps that are really chunked and omitting a full tile_k."""
+        res = "".join("R" if r else "S" for r, x in zip(self.resident, group.layers, strict=True))
+        chunks = [f"{group.layers[m].name}/{c}" for m, c in enumerate(self.chunk) if c < group.layers[m].k_out]
+        tk = f" K{self.tile_k}" if self.tile_k < group.last.k_out else ""
+        return (f"tile P{self.tile_p} Q{self.tile_q}{tk}" + (f" N{self.tile_n}" if group.last.n > 1 else "")
+                + f", {self.overlap.value}" + (f" {self.direction.value}" if self.overlap is not Overlap.RECOMPUTE
+                                               else "")
+                + f", weights {res}" + (f", chunks {' '.join(chunks)}" if chunks else ""))
 
     def __str__(self) -> str:
         res = "".join("R" if r else "S" for r in self.resident)

@@ -77,15 +77,24 @@ def _best(obj: Objective, costs: CostBatch) -> int:
 
 def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Objective.LATENCY, *,
                  overlaps: tuple[Overlap, ...] = (Overlap.RECOMPUTE, Overlap.REUSE),
+                 residencies: list[tuple[bool, ...]] | None = None,
+                 chunks: list[tuple[int, ...]] | None = None,
+                 tile_ks: list[int] | None = None,
                  gm: GroupModel | None = None) -> GroupResult | None:
-    """Best fused mapping of ``group`` (``None`` when no candidate fits on chip)."""
+    """Best fused mapping of ``group`` (``None`` when no candidate fits on chip).
+
+    ``overlaps``, ``residencies`` (per-layer resident flags), ``chunks`` (per-map chunk tuples) and
+    ``tile_ks`` restrict the space, so a paper's strategy is this search on a subset (HW-Flow-Fusion:
+    every weight resident; Ye et al.: chunked pairs); ``gm`` may restrict the tile sizes.
+    """
     start = time.perf_counter()
     obj = Objective(objective)
     gm = gm or GroupModel(group, arch)
     nl = len(group)
     has_w = [layer.has_weights for layer in gm.layers]
-    residencies = [tuple(r) for r in product((True, False), repeat=nl)
-                   if all(has or keep for has, keep in zip(has_w, r, strict=True))]
+    if residencies is None:
+        residencies = [tuple(r) for r in product((True, False), repeat=nl)
+                       if all(has or keep for has, keep in zip(has_w, r, strict=True))]
     best_key: tuple[float, ...] | None = None
     best: tuple[int, FusedMapping, CostBatch, int, int] | None = None
     evaluated = 0
@@ -93,8 +102,8 @@ def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Obj
     unroll_space = float(np.prod([len(gm.unroll_options(m)) for m in range(nl)]))
     for tile_n in range(1, gm.layers[-1].n + 1):
         for overlap in overlaps:
-            for chunk in chunk_options(group):
-                for tile_k in tile_k_options(group, chunk):
+            for chunk in chunk_options(group) if chunks is None else chunks:
+                for tile_k in [k for k in tile_k_options(group, chunk) if tile_ks is None or k in tile_ks]:
                     for resident in residencies:
                         fc, picks = assemble(gm, tile_n=tile_n, tile_k=tile_k, overlap=overlap, resident=resident,
                                              chunk=chunk)

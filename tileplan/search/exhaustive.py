@@ -5,13 +5,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import fields
-from typing import Any
 
 import numpy as np
 
 from tileplan.cost.batch import CostBatch, MappingBatch
-from tileplan.cost.model import ShapeSweep, Sweep, _compute_cycles, finish, sweep
+from tileplan.cost.kernel_tables import KernelTables
+from tileplan.cost.model import compute_cycles, evaluate_orders, finish, grid_tables, split_tables, sweep
 from tileplan.cost.problem import CoreGrid, Problem
 from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
 from tileplan.mapping import Mapping
@@ -92,14 +91,17 @@ def _compulsory_elems(problem: Problem, offset: tuple[int, ...], length: tuple[i
     return L[Dim.N] * L[Dim.G] * L[Dim.C] * extents[0] * extents[1] * problem.layer.input_count
 
 
-def best_unroll(problem: Problem, grid: CoreGrid, tiles: np.ndarray, options: np.ndarray) -> np.ndarray:
-    """(n, 8) fastest unroll option for each tile vector (compute of the slowest core shape)."""
+def best_unroll(problem: Problem, grid: CoreGrid, tiles: np.ndarray, options: np.ndarray, *,
+                tables: KernelTables | None = None) -> np.ndarray:
+    """(n, 8) fastest unroll option for each tile vector (compute of the slowest core shape of
+    ``grid``; ``tables``: the split's kernel tables when the caller has them)."""
+    if tables is None:
+        tables = grid_tables(problem, grid)
     n = len(tiles)
     best = np.full(n, np.inf)
     choice = np.zeros(n, dtype=np.int64)
     for k, u in enumerate(options):
-        unroll = np.broadcast_to(u, (n, NDIMS))
-        cyc = np.max([_compute_cycles(problem, c, tiles, unroll) for c in grid.shapes], axis=0)
+        cyc = compute_cycles(tables, tiles, u)
         better = cyc < best
         best = np.where(better, cyc, best)
         choice = np.where(better, k, choice)
@@ -146,22 +148,6 @@ def to_mapping(problem: Problem, tiles: np.ndarray, order: np.ndarray, unroll: n
                    cluster_split=split[0], core_split=split[1], spatial=_spatial_of(problem, unroll))
 
 
-def _all_orders(sw: Sweep, orders: np.ndarray, objective: Objective) -> np.ndarray:
-    """(n, orders) objective of every row under every order, in one model call."""
-    n = len(sw.feasible)
-    k = len(orders)
-    def repeat(sh: ShapeSweep) -> ShapeSweep:
-        parts: dict[str, Any] = {}
-        for f in fields(sh):
-            v = getattr(sh, f.name)
-            parts[f.name] = np.repeat(v, k, axis=0) if isinstance(v, np.ndarray) else v
-        return ShapeSweep(**parts)
-
-    rep = Sweep(sw.problem, sw.grid, [repeat(sh) for sh in sw.shapes],
-                np.repeat(sw.hoist, k, axis=0), np.repeat(sw.feasible, k), np.repeat(sw.footprint, k, axis=0))
-    return objective.key(finish(rep, np.tile(orders, (n, 1)))).reshape(n, k)
-
-
 def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
                progress: Progress | None = None) -> SearchResult:
     """Minimise ``objective`` over every core split, tile size, loop order and spatial unrolling.
@@ -197,13 +183,12 @@ def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
         for start in range(0, len(tiles), chunk):
             t = tiles[start:start + chunk]
             n = len(t)
-            unroll = best_unroll(problem, grid, t, uopts)
+            unroll = best_unroll(problem, grid, t, uopts, tables=split_tables(problem, *splits[s]))
             batch = MappingBatch(t, np.broadcast_to(orders[0], (n, NDIMS)).copy(),
                                  np.zeros((n, 3, NDIMS), dtype=bool), unroll,
                                  np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy(),
                                  splits[s][0], splits[s][1])
-            sw = sweep(problem, batch)
-            keys = _all_orders(sw, orders, objective)
+            keys = evaluate_orders(problem, batch, orders, objective.value)
             evaluated += keys.size
             low = float(keys.min())
             if not np.isfinite(low) or (best_key is not None and low > best_key[0]):

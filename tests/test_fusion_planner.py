@@ -1,0 +1,131 @@
+"""The network planner: the dynamic programme against brute force, never worse than unfused, branch
+safety, JSON round trip, and `plan --fuse` from the command line."""
+
+from __future__ import annotations
+
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from tileplan import api
+from tileplan.fusion.group import chain_error
+from tileplan.fusion.plan import FusionPlan
+from tileplan.fusion.planner import candidate_groups, choose_cut, plan_fusion
+from tileplan.search.objective import Objective
+from tileplan.workload.layer import Layer, Precision
+from tileplan.workload.network import Network
+
+B1 = Precision.uniform(1)
+
+
+def _cuts(n: int, groups: set[tuple[int, int]]):
+    """Every cut of 0..n into single layers and the given groups."""
+    if n == 0:
+        yield []
+        return
+    for s, e in [(n - 1, n)] + [g for g in groups if g[1] == n]:
+        for rest in _cuts(s, groups):
+            yield rest + [(s, e)]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 7), st.data())
+def test_cut_is_the_brute_force_optimum(n, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 10_000)))
+    singles = [rng.uniform(1, 10, 3) for _ in range(n)]
+    groups = {}
+    for s in range(n):
+        for e in range(s + 2, min(n, s + 4) + 1):
+            if data.draw(st.booleans()):
+                groups[(s, e)] = rng.uniform(0.5, 10, 3) * (e - s)
+    for obj in Objective:
+        def value(segs, obj=obj):
+            tot = np.sum([singles[s] if e == s + 1 else groups[(s, e)] for s, e in segs], axis=0)
+            return float(obj.combine(*tot))
+        best = min(value(c) for c in _cuts(n, set(groups)))
+        got = value(choose_cut(obj, singles, groups))
+        assert got <= value([(i, i + 1) for i in range(n)]) + 1e-9  # never worse than all single
+        if obj in (Objective.LATENCY, Objective.ENERGY, Objective.DRAM):
+            assert got == pytest.approx(best, rel=1e-12)  # exact for additive objectives
+
+
+def _chain_network(specs: list[tuple[int, int, int, int]], c: int, h: int) -> Network:
+    layers = []
+    prev: tuple[str, ...] = ()
+    for i, (k, s, pad, kout) in enumerate(specs):
+        if h + 2 * (pad if kout else 0) < k:
+            break
+        name = f"l{i}"
+        if kout == 0:
+            layer = Layer.pool(name, channels=c, h=h, w=h, r=k, stride=s, inputs=prev, precision=B1)
+        else:
+            layer = Layer.conv(name, c_in=c, h=h, w=h, k_out=kout, r=k, stride=s, pad=pad, inputs=prev,
+                               precision=B1)
+        layers.append(layer)
+        prev, c, h = (name,), layer.k_out, layer.p
+    return Network("chain", tuple(layers), (1, specs[0][3] or 1, 8, 8))
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), st.integers(1, 2), st.integers(0, 1), st.sampled_from([0, 2, 4, 8])),
+                min_size=2, max_size=4), st.sampled_from(list(Objective)))
+def test_fused_plan_is_never_worse_on_random_chains(specs, objective):
+    net = _chain_network(specs, 3, 12)
+    arch = api.load_arch("eyeriss")
+    base = api.plan(net, arch, objective=objective, jobs=1)
+    fused = plan_fusion(net.with_precision(B1), arch, base, objective, max_group=3)
+    ours = objective.combine(fused.latency_cycles, fused.energy_pj, fused.dram_bytes)
+    theirs = objective.combine(base.latency_cycles, base.energy_pj, base.dram_bytes)
+    assert ours <= theirs * (1 + 1e-12)
+
+
+def test_zoo_networks_fused_never_worse_and_branch_safe():
+    net = api.load_network("lenet5")
+    plan = api.plan_fused(net, "eyeriss", objective="dram", jobs=1, max_group=3)
+    assert plan.dram_bytes < plan.base.dram_bytes  # lenet's conv+pool pairs do fuse
+    assert plan.groups[0].layers == ("conv1", "pool1")
+    again = FusionPlan.from_json(plan.to_json())
+    assert again.to_dict() == plan.to_dict()
+    # ResNet-50: candidate groups never hide a map another branch reads (the residual adds).
+    res = api.load_network("resnet50").with_precision(B1)
+    head = Network(res.name, res.layers[:9], res.input_shape)  # conv1 .. past the first residual add
+    found = candidate_groups(head, api.load_arch("eyeriss"), Objective.DRAM, max_group=2)
+    assert found
+    for s, e in found:
+        assert chain_error(list(head.layers[s:e]), head) is None
+        assert all(x.op.value != "add" for x in head.layers[s:e])
+
+
+def test_plan_fuse_cli(tmp_path: Path):
+    from tileplan.cli import app
+
+    runner = CliRunner()
+    target = tmp_path / "fused.json"
+    result = runner.invoke(app, ["plan", "lenet5", "--arch", "eyeriss", "--fuse", "--max-group", "3", "--jobs", "1",
+                                 "--json", str(target)])
+    assert result.exit_code == 0, result.output
+    assert "conv1+pool1" in result.output and "DRAM saving" in result.output
+    plan = FusionPlan.from_json(target.read_text())
+    assert plan.max_group == 3 and plan.groups
+    bad = runner.invoke(app, ["plan", "lenet5", "--fuse", "--max-group", "1"])
+    assert bad.exit_code != 0 and "max_group" in bad.output and "Traceback" not in bad.output
+
+
+def test_hwff_enumeration_restarts_after_the_first_layer_that_cannot_fuse():
+    """§4.4: with ``every_start=False`` starts are the first layer and then each layer that could not
+    join the previous group."""
+    net = api.load_network("lenet5").with_precision(B1)
+    arch = api.load_arch("eyeriss")
+    every = candidate_groups(net, arch, Objective.DRAM, max_group=3)
+    paper = candidate_groups(net, arch, Objective.DRAM, max_group=3, every_start=False)
+    assert set(paper) <= set(every)
+    starts = sorted({s for s, _ in paper})
+    assert starts[0] == 0
+    for a, b in product(starts, starts):
+        if a < b:
+            assert b >= max(e for s, e in paper if s == a) - 1

@@ -1,0 +1,145 @@
+"""The compiled path of the cost kernel: ``cost.kernel``'s functions compiled by numba, looping over
+candidates in parallel (``prange``, numba's own 'workqueue' threads: no TBB or OpenMP needed).
+
+Compilation is lazy (the first batch big enough to need it) and cached on disk by numba, so only
+the very first run after installing pays for it (``make venv`` does that run: :func:`warm_up`).
+Small batches never need the compiler: the same functions run vectorised over numpy arrays.
+Set ``TILEPLAN_KERNEL=numpy`` to never compile, ``=numba`` to compile even for small batches.
+numba's cache is keyed by ``cost/kernel.py`` (where the compiled loops are written): after changing
+how this module compiles them, delete ``tileplan/cost/__pycache__/*.nb*``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from tileplan.cost import kernel
+
+#: Batches at least this big (candidates x orders) run compiled.
+MIN_BATCH = 20_000
+
+
+def mode() -> str:
+    """'numpy', 'numba' or 'auto' (the default: compiled for big batches when numba is installed)."""
+    value = os.environ.get("TILEPLAN_KERNEL", "auto").strip().lower()
+    return value if value in ("numpy", "numba") else "auto"
+
+
+def wanted(work: int) -> bool:
+    """Whether a batch of ``work`` candidate evaluations should run compiled."""
+    m = mode()
+    if m == "numpy":
+        return False
+    if m == "auto" and work < MIN_BATCH:
+        return False
+    return loops() is not None
+
+
+@cache
+def loops() -> tuple[Callable[..., None], Callable[..., None]] | None:
+    """The compiled (evaluate_loop, orders_loop), or None when numba is not installed."""
+    try:
+        import numba
+        from numba.extending import overload
+    except ImportError:  # pragma: no cover - numba is a dependency; this keeps a broken install usable
+        return None
+    import warnings
+
+    from numba.core.errors import NumbaIRAssumptionWarning
+
+    # Inlining makes numba's pedantic SSA check warn about variables it renamed; it is harmless.
+    warnings.filterwarnings("ignore", category=NumbaIRAssumptionWarning)
+    if os.environ.get("NUMBA_THREADING_LAYER") is None:
+        numba.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]
+    for fn in (kernel.cdiv, kernel.select, kernel.operand_pass, kernel.compute_cycles, kernel.sweep_shapes,
+               kernel.footprint, kernel.feasible, kernel.reload, kernel.finish, kernel.objective_value):
+        # Inlined at the IR level: the tables tuple is passed once, not copied at every call.
+        overload(fn, inline="always", strict=False)(_same(fn))
+    kernel.prange = numba.prange  # type: ignore[assignment]
+    jit = numba.njit(parallel=True, cache=True)
+    return jit(kernel.evaluate_loop), jit(kernel.orders_loop)
+
+
+def _same(fn: Callable[..., Any]) -> Callable[..., Callable[..., Any]]:
+    def typer(*args: Any) -> Callable[..., Any]:
+        return fn
+
+    return typer
+
+
+def threads() -> int:
+    """Threads the compiled loops use."""
+    if loops() is None:
+        return 1
+    import numba
+
+    return int(numba.get_num_threads())
+
+
+def set_threads(n: int) -> None:
+    """Use at most ``n`` threads in the compiled loops (e.g. 1 inside each of several worker processes)."""
+    if loops() is None:
+        return
+    import numba
+
+    numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
+
+
+def _chunks(n: int) -> int:
+    return max(1, min(n, 8 * threads()))
+
+
+def evaluate(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, order: np.ndarray,
+             layouts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values (n, 16) of ``kernel.finish``, footprints (n, memories), fit (n,)) for every candidate."""
+    compiled = loops()
+    assert compiled is not None
+    n = len(tiles)
+    out = np.empty((n, kernel.N_OUT))
+    fp = np.empty((n, len(K.cap)), dtype=np.int64)
+    feas = np.empty(n, dtype=np.int64)
+    compiled[0](K, np.ascontiguousarray(tiles, dtype=np.int64), np.ascontiguousarray(hoist, dtype=np.int64),
+                np.ascontiguousarray(unroll, dtype=np.int64), np.ascontiguousarray(order, dtype=np.int64),
+                np.ascontiguousarray(layouts, dtype=np.int64), out, fp, feas, _chunks(n))
+    return out, fp, feas.astype(bool)
+
+
+def orders(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, layouts: np.ndarray,
+           order_table: np.ndarray, objective: int) -> np.ndarray:
+    """(n, orders) objective of every candidate under every loop order (``inf`` where it does not fit)."""
+    compiled = loops()
+    assert compiled is not None
+    n = len(tiles)
+    keys = np.empty((n, len(order_table)))
+    compiled[1](K, np.ascontiguousarray(tiles, dtype=np.int64), np.ascontiguousarray(hoist, dtype=np.int64),
+                np.ascontiguousarray(unroll, dtype=np.int64), np.ascontiguousarray(layouts, dtype=np.int64),
+                np.ascontiguousarray(order_table, dtype=np.int64), objective, keys, _chunks(n))
+    return keys
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) both loops on a tiny problem."""
+    from tileplan import api
+    from tileplan.cost.batch import MappingBatch
+    from tileplan.cost.model import evaluate_orders, tables_for
+    from tileplan.cost.problem import Problem
+    from tileplan.search.space import class_orders
+
+    a = api.load_arch("nmp")
+    problem = Problem(api.load_network("lenet5")["conv2"].with_precision(api._precision(a, None)), a)
+    ones = (1,) * 8
+    batch = MappingBatch(np.ones((2, 8), dtype=np.int64), np.tile(np.arange(8), (2, 1)),
+                         np.zeros((2, 3, 8), dtype=bool), np.ones((2, 8), dtype=np.int64),
+                         np.tile(MappingBatch.default_layout_codes(), (2, 1)), ones, ones)
+    K = tables_for(problem, batch)
+    evaluate(K, batch.tiles, batch.hoist, batch.unroll, batch.order, batch.layouts)
+    evaluate_orders(problem, batch, class_orders(), "latency", compiled_path=True)
+
+
+if __name__ == "__main__":
+    warm_up()

@@ -1,0 +1,376 @@
+"""The cost model's arithmetic, written once for two executions.
+
+Every function here is plain elementwise Python over "values" that are either numpy arrays (one
+entry per candidate: the vectorised path, used for small batches and needing no compiler) or
+scalars (one candidate: the compiled path, where ``cost.compiled`` hands the very same functions to
+numba and loops over candidates in parallel). So the two paths cannot drift apart; a test checks
+that they give bit-identical costs.
+
+Rules that keep one source valid for both: loops run over dimensions, operands, shapes and
+positions (never over candidates); a choice that differs per candidate is arithmetic
+(:func:`select`), never ``if``; integers stay integers until the model converts them (every byte,
+burst and cycle count is exact), and floating-point sums happen in one fixed order.
+
+Per candidate the inputs are ``t`` (8 tile sizes), ``h`` (3 x 8 hoist flags, 0/1), ``u`` (8
+unroll factors) and the DRAM layout code of each operand; tables of the layer, the accelerator and
+the core split come in ``K`` (a :class:`~tileplan.cost.tables_kernel.KernelTables`). Stage one
+(:func:`sweep_shapes`) fills, per core shape ``s``, the order-independent integers ``pi[s, :]``
+(fields ``F_*``) and the compute cycles ``pf[s, 0]``; stage two (:func:`finish`) applies a loop
+order and returns the chip totals.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+prange = range  # ``cost.compiled`` rebinds this to ``numba.prange`` before compiling the loops below
+
+# Fields of the per-shape integer table ``pi[s, f]``.
+F_SWEEP = 0  # 0..2: bytes of one sweep of each operand's tiles (output at output precision)
+F_BURSTS = 3  # 3..5: bursts of one sweep
+F_PSUM = 6  # bytes of one sweep of output tiles at partial-sum precision
+F_PSUM_BURSTS = 7
+F_STEP = 8  # 8..10: sum over compute steps of each operand's loop-tile elements
+F_FOOT = 11  # 11..13: on-chip bytes of each operand's tile box
+N_FIELDS = 14
+N_OUT = 16  # values returned by ``finish``: see its docstring
+
+
+def cdiv(a: Any, b: Any) -> Any:
+    """Ceiling division of non-negative integers."""
+    return -(-a // b)
+
+
+def select(c: Any, a: Any, b: Any) -> Any:
+    """``a`` where ``c`` (0/1) else ``b``, for integers (exact)."""
+    return b + c * (a - b)
+
+
+def operand_pass(K: Any, s: int, op: int, code: int, b: int, t: Any, h: Any) -> tuple[Any, Any, Any, Any]:
+    """One operand on core shape ``s``: (elements of one sweep of its tiles, elements of its largest
+    tile box, elements one compute step touches summed over positions, bursts of one sweep at
+    ``b`` bytes per element).
+
+    Storage dimensions are visited from the innermost (in layout ``code`` order) outwards. A run of
+    contiguous bytes extends outwards while boxes span whole tensor dimensions; each run costs
+    ``ceil(run / burst)``. Summed over the cartesian grid of positions, the bursts are
+    ``sum_j (prod_{i<j} ext_i) * B_j * (prod_{i>j} full_i)`` (``B_j``: burst sum of dimension j over
+    the positions that are not whole, all positions for the outermost one), accumulated here as
+    ``acc = B_j * F + ext_j * acc`` with ``F`` the product of ``full`` of the dimensions inside.
+    """
+    elems = 1
+    box = 1
+    step = 1
+    acc = 0
+    full_in = 1
+    inner = b  # bytes of one step along the dimension carrying the run
+    burst = K.burst
+    for pos in range(4, -1, -1):
+        e = K.lorder[op, code, pos]
+        d = K.sdim[op, e]
+        size = K.tsize[op, e]
+        if op == 0 and e >= 3:  # input rows (P with R) or columns (Q with S): the halo tables
+            a = e - 3
+            dk = 6 + a
+            i = np.minimum(t[d], K.hlen[s, a]) - 1
+            j = np.minimum(np.minimum(t[dk], K.length[s, dk]), K.hkernel[a]) - 1
+            ho = h[d]
+            hk = h[dk]
+            ext = K.hsum[s, a, i, j, ho, hk]
+            mx = K.hmax[s, a, i, j, ho, hk]
+            nf = K.hfull[s, a, i, j, ho, hk]
+            sext = K.hsum[s, a, i, j, 0, 0]
+            slot = K.hslot[code, a]
+            every = K.hevery[s, a, slot, i, j, ho, hk]
+            partial = K.hpartial[s, a, slot, i, j, ho, hk]
+        else:
+            length = K.length[s, d]
+            tc = np.minimum(t[d], length)
+            n = cdiv(length, tc)
+            single = h[d] | (n == 1)
+            whole_dim = single & (length == size)
+            ext = length
+            sext = length
+            mx = select(single, length, tc)
+            nf = whole_dim * 1
+            rem = length - (n - 1) * tc
+            multi = (n - 1) * cdiv(tc * inner, burst) + cdiv(rem * inner, burst)
+            every = select(single, cdiv(length * inner, burst), multi)
+            partial = select(whole_dim, 0, every)
+        run = every if pos == 0 else partial
+        acc = run * full_in + ext * acc
+        full_in = full_in * nf
+        elems = elems * ext
+        box = box * mx
+        step = step * sext
+        inner = inner * size
+    return elems, box, step, acc
+
+
+def compute_cycles(K: Any, s: int, t: Any, u: Any) -> Any:
+    """Cycles to run every tile of core shape ``s``: per tile, unrolled dims take ceil(t/u) steps,
+    each flattened PE-array axis ceil(prod t / lanes) steps, other dims t steps (TSO Eq. 7-8,
+    e-PlaNNer Eq. 6.9); divided by the MACs per PE per cycle, rounded up."""
+    total = 1.0 * K.op_factor
+    for d in range(8):
+        if K.flat[d]:
+            continue
+        length = K.length[s, d]
+        tc = np.minimum(t[d], length)
+        n = cdiv(length, tc)
+        rem = length - (n - 1) * tc
+        ud = u[d]
+        spatial = (n - 1) * cdiv(tc, ud) + cdiv(rem, ud)
+        total = total * select(ud > 1, spatial, length)
+    for ax in range(K.fax_len.shape[0]):
+        k = K.fax_len[ax]
+        lanes = K.fax_lanes[ax]
+        acc = 0.0
+        for pick in range(1 << k):
+            count = 1
+            prod = 1
+            for jj in range(k):
+                d = K.fax_dims[ax, jj]
+                length = K.length[s, d]
+                tc = np.minimum(t[d], length)
+                n = cdiv(length, tc)
+                if (pick >> (k - 1 - jj)) & 1:
+                    prod = prod * (length - (n - 1) * tc)
+                else:
+                    count = count * (n - 1)
+                    prod = prod * tc
+            acc = acc + count * cdiv(prod, lanes)
+        total = total * acc
+    return np.ceil(total / K.macs_pe)
+
+
+def sweep_shapes(K: Any, t: Any, h: Any, u: Any, c0: int, c1: int, c2: int, pi: Any, pf: Any) -> None:
+    """Stage one: fill ``pi[s, :]`` and ``pf[s, 0]`` for every core shape ``s`` (see module docstring)."""
+    for s in range(K.length.shape[0]):
+        for op in range(3):
+            if not K.has[op]:
+                for f in (F_SWEEP, F_BURSTS, F_STEP, F_FOOT):
+                    pi[s, f + op] = 0
+                continue
+            code = c0 if op == 0 else (c1 if op == 1 else c2)
+            b = K.ebytes[op]
+            elems, box, step, bursts = operand_pass(K, s, op, code, b, t, h[op])
+            irrelevant = 1
+            for d in range(8):
+                if not K.rel[op, d]:
+                    length = K.length[s, d]
+                    irrelevant = irrelevant * cdiv(length, np.minimum(t[d], length))
+            pi[s, F_SWEEP + op] = elems * b
+            pi[s, F_BURSTS + op] = bursts
+            pi[s, F_STEP + op] = irrelevant * step
+            pi[s, F_FOOT + op] = box * K.onchip[op] * (K.copies if op == 0 else 1)
+            if op == 2:
+                pi[s, F_PSUM] = elems * K.psum
+                if K.psum == b:
+                    pi[s, F_PSUM_BURSTS] = bursts
+                else:
+                    pi[s, F_PSUM_BURSTS] = operand_pass(K, s, op, code, K.psum, t, h[op])[3]
+        if not K.has[2]:
+            pi[s, F_PSUM] = 0
+            pi[s, F_PSUM_BURSTS] = 0
+        pf[s, 0] = compute_cycles(K, s, t, u)
+
+
+def footprint(K: Any, pi: Any, m: int) -> Any:
+    """Bytes core shapes need in memory ``m`` (the most demanding shape)."""
+    out = 0
+    for s in range(K.length.shape[0]):
+        need = 0
+        for op in range(3):
+            if K.has[op] and K.mem_of[op] == m:
+                need = need + pi[s, F_FOOT + op]
+        out = np.maximum(out, need)
+    return out
+
+
+def feasible(K: Any, pi: Any) -> Any:
+    """1 where the tiles of every core shape fit every on-chip memory (double-buffered if so)."""
+    ok = 1
+    for m in range(K.cap.shape[0]):
+        ok = ok * (footprint(K, pi, m) * K.dbl <= K.cap[m])
+    return ok
+
+
+def reload(K: Any, s: int, op: int, o: Any, tpos: Any, hpos: Any) -> Any:
+    """How many times ``op``'s tiles are swept on shape ``s`` (output: visits of each output box).
+
+    ``o[p]`` is the dimension at loop position ``p`` (outermost first); ``tpos``/``hpos`` are the tile
+    sizes and ``op``'s hoist flags at each position. With q the innermost position over a
+    non-hoisted dimension that indexes ``op`` and has more than one trip, the factor is the product
+    of the trips of the other loops at or outside q (1 when there is no such q)."""
+    out = 1
+    run = 1
+    for p in range(8):
+        d = o[p]
+        length = K.length[s, d]
+        trips = cdiv(length, np.minimum(tpos[p], length))
+        indexes = K.rel[op, d] * (hpos[p] == 0)
+        run = run * select(indexes, 1, trips)
+        out = select(indexes * (trips > 1), run, out)
+    return out
+
+
+def finish(K: Any, o: Any, tpos: Any, hpos: Any, pi: Any, pf: Any, pr: Any) -> tuple[Any, ...]:
+    """Stage two under loop order ``o``: (DRAM read bytes of input, weight, output; DRAM write bytes;
+    bursts of input, weight, output; DRAM cycles, compute cycles, NoC cycles, latency cycles; energy
+    pJ of MACs, register files, on-chip buffers, NoC, DRAM). ``pr`` is scratch for the reload
+    factors of each shape. Feasibility is not applied here (see ``feasible``)."""
+    count = K.copies
+    n_shapes = K.length.shape[0]
+    for s in range(n_shapes):
+        for op in range(3):
+            pr[s, op] = reload(K, s, op, o, tpos, hpos[op])
+    r0 = 0.0
+    r1 = 0.0
+    r2 = 0.0
+    wr = 0.0
+    b0 = 0.0
+    b1 = 0.0
+    b2 = 0.0
+    # DRAM: each multicast group moves what its most demanding member needs.
+    for g in range(K.gcount[0]):
+        gr = 0.0
+        gb = 0.0
+        for s in range(n_shapes):
+            if K.gmem[0, g, s]:
+                gr = np.maximum(gr, 1.0 * (count * pr[s, 0] * pi[s, F_SWEEP]))
+                gb = np.maximum(gb, 1.0 * (count * pr[s, 0] * pi[s, F_BURSTS]))
+        r0 = r0 + gr
+        b0 = b0 + gb
+    for g in range(K.gcount[1]):
+        gr = 0.0
+        gb = 0.0
+        for s in range(n_shapes):
+            if K.gmem[1, g, s]:
+                gr = np.maximum(gr, 1.0 * (pr[s, 1] * pi[s, F_SWEEP + 1]))
+                gb = np.maximum(gb, 1.0 * (pr[s, 1] * pi[s, F_BURSTS + 1]))
+        r1 = r1 + gr
+        b1 = b1 + gb
+    for g in range(K.gcount[2]):
+        gr = 0.0
+        gw = 0.0
+        gb = 0.0
+        for s in range(n_shapes):
+            if K.gmem[2, g, s]:
+                extra = pr[s, 2] - 1
+                gr = np.maximum(gr, 1.0 * (extra * pi[s, F_PSUM]))
+                gw = np.maximum(gw, 1.0 * (pi[s, F_SWEEP + 2] + extra * pi[s, F_PSUM]))
+                gb = np.maximum(gb, 1.0 * (pi[s, F_BURSTS + 2] + 2 * extra * pi[s, F_PSUM_BURSTS]))
+        r2 = r2 + gr
+        wr = wr + gw
+        b2 = b2 + gb
+    total_bytes = r0 + r1 + r2 + wr
+    dram_cycles = total_bytes / K.dram_bw + (b0 + b1 + b2) * K.burst_lat
+    # Compute: the slowest core. On-chip traffic and energy: every core.
+    compute = 0.0
+    noc_cycles = 0.0
+    noc_bytes = 0.0
+    buf_energy = 0.0
+    for s in range(n_shapes):
+        k = K.kcount[s]
+        compute = np.maximum(compute, pf[s, 0])
+        extra = pr[s, 2] - 1
+        read0 = 1.0 * (count * pr[s, 0] * pi[s, F_SWEEP])
+        read1 = 1.0 * (pr[s, 1] * pi[s, F_SWEEP + 1])
+        read2 = 1.0 * (extra * pi[s, F_PSUM])
+        write = 1.0 * (pi[s, F_SWEEP + 2] + extra * pi[s, F_PSUM])
+        step0 = pi[s, F_STEP]
+        step1 = pi[s, F_STEP + 1]
+        step2 = pi[s, F_STEP + 2]
+        buf_energy = buf_energy + k * (read0 + step0 * K.prec_in) * K.e_mem[0]
+        buf_energy = buf_energy + k * (read1 + step1 * K.prec_w) * K.e_mem[1]
+        buf_energy = buf_energy + k * (read2 + write + 2 * step2 * K.psum) * K.e_mem[2]
+        core_noc = step0 * K.prec_in + step1 * K.prec_w + step2 * K.psum
+        noc_bytes = noc_bytes + k * core_noc
+        if K.noc_bw > 0:
+            noc_cycles = np.maximum(noc_cycles, core_noc / K.noc_bw)
+    onchip = np.maximum(compute, noc_cycles)
+    latency = np.maximum(onchip, dram_cycles) if K.overlap else onchip + dram_cycles
+    return (r0, r1, r2, wr, b0, b1, b2, dram_cycles, compute, noc_cycles, latency,
+            K.macs * K.e_mac, 3 * K.macs * K.e_rf, buf_energy, noc_bytes * K.e_noc, total_bytes * K.e_dram)
+
+
+def objective_value(code: int, v: Any) -> Any:
+    """The value a search minimises from ``finish``'s values: 0 latency cycles, 1 energy pJ, 2 energy
+    x latency, 3 DRAM bytes, 4 latency x DRAM bytes (sums in the order ``CostBatch`` uses)."""
+    if code == 0:
+        return v[10]
+    if code >= 3:
+        dram = (v[0] + v[1]) + (v[2] + v[3])
+        return dram if code == 3 else v[10] * dram
+    energy = v[11] + v[12] + v[13] + v[14] + v[15]
+    if code == 1:
+        return energy
+    if code == 2:
+        return energy * v[10]
+    return energy
+
+
+# ----------------------------------------------------------------------------- compiled loops
+# These two loops over candidates run only compiled (``cost.compiled``); the vectorised path calls
+# the functions above on whole arrays instead. Candidates are cut into ``chunks`` parallel blocks,
+# each with its own scratch tables.
+
+
+def evaluate_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, order: Any, layouts: Any, out: Any, fp: Any,
+                  feas: Any, chunks: int) -> None:
+    """Every candidate's ``finish`` values into ``out[i]``, footprints into ``fp[i]``, fit into ``feas[i]``."""
+    n = tiles.shape[0]
+    n_shapes = K.length.shape[0]
+    for c in prange(chunks):
+        pi = np.zeros((n_shapes, N_FIELDS), dtype=np.int64)
+        pf = np.zeros((n_shapes, 1), dtype=np.float64)
+        pr = np.zeros((n_shapes, 3), dtype=np.int64)
+        tpos = np.zeros(8, dtype=np.int64)
+        hpos = np.zeros((3, 8), dtype=np.int64)
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            t = tiles[i]
+            h = hoist[i]
+            sweep_shapes(K, t, h, unroll[i], layouts[i, 0], layouts[i, 1], layouts[i, 2], pi, pf)
+            for m in range(K.cap.shape[0]):
+                fp[i, m] = footprint(K, pi, m)
+            feas[i] = feasible(K, pi)
+            o = order[i]
+            for p in range(8):
+                tpos[p] = t[o[p]]
+                for op in range(3):
+                    hpos[op, p] = h[op, o[p]]
+            v = finish(K, o, tpos, hpos, pi, pf, pr)
+            for f in range(N_OUT):
+                out[i, f] = v[f]
+
+
+def orders_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, layouts: Any, orders: Any, objective: int,
+                keys: Any, chunks: int) -> None:
+    """``keys[i, k]``: objective of candidate ``i`` under ``orders[k]`` (``inf`` where it does not fit);
+    stage one runs once per candidate."""
+    n = tiles.shape[0]
+    n_shapes = K.length.shape[0]
+    for c in prange(chunks):
+        pi = np.zeros((n_shapes, N_FIELDS), dtype=np.int64)
+        pf = np.zeros((n_shapes, 1), dtype=np.float64)
+        pr = np.zeros((n_shapes, 3), dtype=np.int64)
+        tpos = np.zeros(8, dtype=np.int64)
+        hpos = np.zeros((3, 8), dtype=np.int64)
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            t = tiles[i]
+            h = hoist[i]
+            sweep_shapes(K, t, h, unroll[i], layouts[i, 0], layouts[i, 1], layouts[i, 2], pi, pf)
+            if not feasible(K, pi):
+                for k in range(orders.shape[0]):
+                    keys[i, k] = np.inf
+                continue
+            for k in range(orders.shape[0]):
+                o = orders[k]
+                for p in range(8):
+                    tpos[p] = t[o[p]]
+                    for op in range(3):
+                        hpos[op, p] = h[op, o[p]]
+                keys[i, k] = objective_value(objective, finish(K, o, tpos, hpos, pi, pf, pr))

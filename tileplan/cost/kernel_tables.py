@@ -1,0 +1,186 @@
+"""The tables the cost kernel reads: a layer on an accelerator under one core split, as flat arrays.
+
+``cost.kernel`` takes one :class:`KernelTables` (a named tuple of integers, floats and arrays, so
+numba can type it) instead of Python objects. Input rows/columns come from the exact per-slice
+halo tables of ``cost.tables``, padded to a common size and stacked per core shape.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from tileplan.cost.problem import CoreGrid, Problem
+from tileplan.cost.tables import halo_table
+from tileplan.dims import DIMS, OPERANDS, RELEVANT, Dim, Operand
+from tileplan.mapping import LAYOUT_LETTERS, layout_options
+
+# Canonical storage dimensions of each tensor (outermost first in the default layout) and, per
+# layout letter, which of them it stands for (a channel letter includes the group dimension).
+STORAGE_LOOP: dict[Operand, tuple[Dim, ...]] = {
+    Operand.INPUT: (Dim.N, Dim.G, Dim.C, Dim.P, Dim.Q),  # H is indexed by (P, R), W by (Q, S)
+    Operand.WEIGHT: (Dim.G, Dim.K, Dim.C, Dim.R, Dim.S),
+    Operand.OUTPUT: (Dim.N, Dim.G, Dim.K, Dim.P, Dim.Q),
+}
+_LETTER_STORAGE: dict[Operand, dict[str, tuple[int, ...]]] = {
+    Operand.INPUT: {"N": (0,), "C": (1, 2), "H": (3,), "W": (4,)},
+    Operand.WEIGHT: {"K": (0, 1), "C": (2,), "R": (3,), "S": (4,)},
+    Operand.OUTPUT: {"N": (0,), "K": (1, 2), "P": (3,), "Q": (4,)},
+}
+
+
+def storage_order(operand: Operand, layout: str) -> tuple[int, ...]:
+    """Canonical storage-dimension indices of ``operand`` in ``layout`` order, outermost first."""
+    out: list[int] = []
+    for letter in layout:
+        out.extend(_LETTER_STORAGE[operand][letter])
+    return tuple(out)
+
+
+def tensor_sizes(problem: Problem, operand: Operand) -> tuple[int, ...]:
+    """Sizes of the canonical storage dimensions of ``operand``'s DRAM tensor."""
+    d = problem.dims
+    if operand is Operand.INPUT:
+        return (int(d[Dim.N]), int(d[Dim.G]), int(d[Dim.C]), problem.in_h, problem.in_w)
+    if operand is Operand.WEIGHT:
+        return (int(d[Dim.G]), int(d[Dim.K]), int(d[Dim.C]), int(d[Dim.R]), int(d[Dim.S]))
+    return (int(d[Dim.N]), int(d[Dim.G]), int(d[Dim.K]), int(d[Dim.P]), int(d[Dim.Q]))
+
+
+_LORDER = np.array([[storage_order(op, lay) for lay in layout_options(op)] for op in OPERANDS], dtype=np.int64)
+_SDIM = np.array([[int(d) for d in STORAGE_LOOP[op]] for op in OPERANDS], dtype=np.int64)
+_REL = np.array([[int(d in RELEVANT[op]) for d in DIMS] for op in OPERANDS], dtype=np.int64)
+assert all(len(LAYOUT_LETTERS[op]) == 4 for op in OPERANDS)
+
+
+class KernelTables(NamedTuple):
+    """Everything ``cost.kernel`` needs about (layer, accelerator, core split). Bytes, cycles, pJ."""
+
+    length: np.ndarray  # (shapes, 8) slice length of every core shape
+    kcount: np.ndarray  # (shapes,) cores running each shape
+    tsize: np.ndarray  # (3, 5) tensor sizes of each operand's storage dimensions
+    sdim: np.ndarray  # (3, 5) loop dimension indexing each storage dimension
+    rel: np.ndarray  # (3, 8) 1 where a dimension indexes an operand
+    lorder: np.ndarray  # (3, 24, 5) storage dimension at each layout position, per layout code
+    hslot: np.ndarray  # (24, 2) burst-table slot of input rows/columns per input layout code
+    hlen: np.ndarray  # (shapes, 2) output slice rows / columns
+    hkernel: np.ndarray  # (2,) kernel rows / columns
+    hsum: np.ndarray  # (shapes, 2, out, kernel, 2, 2) halo sums of extents
+    hmax: np.ndarray  # ... largest extent
+    hfull: np.ndarray  # ... positions spanning the whole input dimension
+    hevery: np.ndarray  # (shapes, 2, slots, out, kernel, 2, 2) burst sums over all positions
+    hpartial: np.ndarray  # ... over the positions that are not whole
+    has: np.ndarray  # (3,) 1 where the operand moves data
+    ebytes: np.ndarray  # (3,) bytes per element in DRAM (output at output precision)
+    onchip: np.ndarray  # (3,) bytes per element on chip (output at partial-sum precision)
+    psum: int
+    prec_in: int
+    prec_w: int
+    copies: int  # input tensors read (an n-ary add holds every addend)
+    burst: int
+    flat: np.ndarray  # (8,) 1 where a dimension runs on a flattened PE-array axis
+    fax_dims: np.ndarray  # (axes, 4) dimensions of each flattened axis
+    fax_len: np.ndarray  # (axes,)
+    fax_lanes: np.ndarray  # (axes,)
+    op_factor: int
+    macs_pe: int
+    mem_of: np.ndarray  # (3,) memory index of each operand
+    cap: np.ndarray  # (memories,) capacity
+    dbl: int  # 2 when double-buffered
+    gmem: np.ndarray  # (3, groups, shapes) 1 where a shape is in an operand's multicast group
+    gcount: np.ndarray  # (3,) multicast groups of each operand
+    macs: int
+    e_mem: np.ndarray  # (3,) pJ/byte of the memory holding each operand
+    e_mac: float
+    e_rf: float
+    e_noc: float
+    e_dram: float
+    noc_bw: float  # bytes/cycle (0: unlimited)
+    dram_bw: float
+    burst_lat: float
+    overlap: int
+
+
+def _halo_arrays(problem: Problem, grid: CoreGrid, input_codes: list[int]) -> tuple[np.ndarray, ...]:
+    shapes = grid.shapes
+    sizes = tensor_sizes(problem, Operand.INPUT)
+    kernels = (int(problem.dims[Dim.R]), int(problem.dims[Dim.S]))
+    out_max = max(max(c.length[Dim.P], c.length[Dim.Q]) for c in shapes)
+    k_max = max(kernels)
+    n_slots = max(1, len(input_codes))
+    stats = np.zeros((3, len(shapes), 2, out_max, k_max, 2, 2), dtype=np.int64)
+    bursts = np.zeros((2, len(shapes), 2, n_slots, out_max, k_max, 2, 2), dtype=np.int64)
+    hlen = np.zeros((len(shapes), 2), dtype=np.int64)
+    options = layout_options(Operand.INPUT)
+    burst = problem.arch.dram.burst_bytes
+    for s, core in enumerate(shapes):
+        for a, dp in enumerate((Dim.P, Dim.Q)):
+            out_len = core.length[dp]
+            hlen[s, a] = out_len
+            table = halo_table(out_len, problem.input_window_start(a, core.offset[dp]), sizes[3 + a],
+                               problem.stride[a], problem.dilation[a], kernels[a])
+            o, k = table.sum_ext.shape[:2]
+            stats[0, s, a, :o, :k] = table.sum_ext
+            stats[1, s, a, :o, :k] = table.max_ext
+            stats[2, s, a, :o, :k] = table.nfull
+            for slot, code in enumerate(input_codes):
+                order = storage_order(Operand.INPUT, options[code])
+                inner = problem.precision.input
+                for e in order[order.index(3 + a) + 1:]:
+                    inner *= sizes[e]
+                every, partial = table.bursts(inner, burst)
+                bursts[0, s, a, slot, :o, :k] = every
+                bursts[1, s, a, slot, :o, :k] = partial
+    return hlen, stats[0], stats[1], stats[2], bursts[0], bursts[1]
+
+
+def kernel_tables(problem: Problem, grid: CoreGrid, input_codes: list[int]) -> KernelTables:
+    """Tables for ``grid``; ``input_codes`` are the input layout codes the batch uses."""
+    arch = problem.arch
+    prec = problem.precision
+    hlen, hsum, hmax, hfull, hevery, hpartial = _halo_arrays(problem, grid, input_codes)
+    hslot = np.zeros((24, 2), dtype=np.int64)
+    for slot, code in enumerate(input_codes):
+        hslot[code] = slot
+    flat = np.zeros(8, dtype=np.int64)
+    axes = problem.flattened_axes
+    fax_dims = np.zeros((len(axes), 4), dtype=np.int64)
+    for a, (dims, _) in enumerate(axes):
+        for j, d in enumerate(dims):
+            flat[d] = 1
+            fax_dims[a, j] = int(d)
+    n_shapes = len(grid.shapes)
+    n_groups = max(len(g) for g in grid.groups)
+    gmem = np.zeros((3, n_groups, n_shapes), dtype=np.int64)
+    for op in OPERANDS:
+        for g, members in enumerate(grid.groups[op]):
+            for i in members:
+                gmem[op, g, int(grid.shape_of[i])] = 1
+    kcount = np.bincount(grid.shape_of, minlength=n_shapes).astype(np.int64)
+    macs = sum(int(k) * int(np.prod(c.length)) * problem.op_factor for k, c in zip(kcount, grid.shapes, strict=True))
+    e_mem = [arch.memories[m].energy_pj_per_byte for m in problem.memory_of_operand]
+    return KernelTables(
+        length=np.array([c.length for c in grid.shapes], dtype=np.int64), kcount=kcount,
+        tsize=np.array([tensor_sizes(problem, op) for op in OPERANDS], dtype=np.int64), sdim=_SDIM, rel=_REL,
+        lorder=_LORDER, hslot=hslot, hlen=hlen,
+        hkernel=np.array([problem.dims[Dim.R], problem.dims[Dim.S]], dtype=np.int64),
+        hsum=hsum, hmax=hmax, hfull=hfull, hevery=hevery, hpartial=hpartial,
+        has=np.array(problem.has_operand, dtype=np.int64),
+        ebytes=np.array([prec.input, prec.weight, prec.output], dtype=np.int64),
+        onchip=np.array([prec.input, prec.weight, prec.psum], dtype=np.int64),
+        psum=int(prec.psum), prec_in=int(prec.input), prec_w=int(prec.weight), copies=int(problem.layer.input_count),
+        burst=int(arch.dram.burst_bytes), flat=flat, fax_dims=fax_dims,
+        fax_len=np.array([len(d) for d, _ in axes], dtype=np.int64),
+        fax_lanes=np.array([lanes for _, lanes in axes], dtype=np.int64),
+        op_factor=int(problem.op_factor), macs_pe=int(arch.pe_array.macs_per_pe_per_cycle),
+        mem_of=np.array(problem.memory_of_operand, dtype=np.int64), cap=problem.capacity_bytes.astype(np.int64),
+        dbl=2 if arch.double_buffering else 1, gmem=gmem,
+        gcount=np.array([len(g) for g in grid.groups], dtype=np.int64), macs=int(macs),
+        e_mem=np.array(e_mem, dtype=np.float64), e_mac=float(arch.energy.mac_pj),
+        e_rf=float(arch.register_file.energy_pj_per_access), e_noc=float(arch.noc.energy_pj_per_byte),
+        e_dram=float(arch.dram.energy_pj_per_byte),
+        noc_bw=float(arch.noc_bytes_per_cycle) if arch.noc_bytes_per_cycle is not None else 0.0,
+        dram_bw=float(arch.dram_bytes_per_cycle), burst_lat=float(arch.burst_latency_cycles),
+        overlap=int(bool(arch.overlap)),
+    )

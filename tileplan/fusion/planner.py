@@ -1,0 +1,165 @@
+"""The network planner: cut a network into fused groups and single layers.
+
+Candidate groups follow HW-Flow-Fusion §4.4: from a start layer, grow the group one layer at a
+time (two layers first) while it stays a legal chain (``group.chain_error``: a group never hides a
+map another branch reads from DRAM) and some fused mapping fits on chip, up to ``max_group``
+layers. ``every_start`` (default) starts at every layer; without it, as the paper does, the next
+start is the first layer that could not be fused. Identical groups (same layer signatures) are
+searched once.
+
+The cut is a dynamic programme over the topological order: ``best[i]`` is the best plan of the
+first ``i`` layers, ending either with layer ``i - 1`` alone (its best unfused plan) or with a
+candidate group ending there. Latency, energy and DRAM bytes add up over segments, so the DP is
+exact for them; for the products (EDP, perf-per-byte) the DP minimises a linearisation around the
+current plan, a few times, and keeps the best true value. All-single-layer is always a candidate,
+so a fused plan is never worse than the unfused one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from tileplan.arch.spec import Arch
+from tileplan.fusion.group import FusedGroup, chain_error
+from tileplan.fusion.plan import FusionPlan, GroupPlan, sum_costs
+from tileplan.fusion.search import GroupResult, search_group
+from tileplan.parallel import run_parallel
+from tileplan.plan import LayerCost, NetworkPlan
+from tileplan.search.objective import Objective
+from tileplan.workload.network import Network
+
+Progress = Callable[[int, int, str], None]
+
+
+def _vector(cost: LayerCost) -> np.ndarray:
+    return np.array([cost.latency_cycles, cost.energy_pj, cost.dram_bytes])
+
+
+def _search(args: tuple[FusedGroup, Arch, Objective]) -> GroupResult | None:
+    return search_group(*args)
+
+
+def candidate_groups(network: Network, arch: Arch, objective: Objective, *, max_group: int = 4,
+                     every_start: bool = True, jobs: int = 1, progress: Progress | None = None
+                     ) -> dict[tuple[int, int], tuple[GroupResult, str | None]]:
+    """Feasible groups as ``{(start, end): (result, cached_from)}`` (layers ``start..end-1``).
+
+    Every legal chain of 2..``max_group`` layers is searched once per distinct signature (in
+    ``jobs`` processes); the §4.4 growth rule is then applied to the results.
+    """
+    layers = network.layers
+    n = len(layers)
+    owner: dict[tuple[object, ...], str] = {}
+    todo: list[tuple[object, ...]] = []
+    chains: dict[tuple[int, int], tuple[object, ...]] = {}
+    for start in range(n - 1):
+        for end in range(start + 2, min(n, start + max_group) + 1):
+            chain = list(layers[start:end])
+            if chain_error(chain, network) is not None:
+                break
+            key = tuple(x.signature() for x in chain)
+            chains[(start, end)] = key
+            if key not in owner:
+                owner[key] = "+".join(x.name for x in chain)
+                todo.append(key)
+    first = {key: seg for seg, key in reversed(list(chains.items()))}
+    args = [(FusedGroup(tuple(layers[first[key][0]:first[key][1]])), arch, objective) for key in todo]
+    results: dict[tuple[object, ...], GroupResult | None] = {}
+    for done, (i, res) in enumerate(run_parallel(_search, args, jobs=max(1, jobs)), start=1):
+        results[todo[i]] = res
+        if progress:
+            progress(done, len(todo), owner[todo[i]])
+    found: dict[tuple[int, int], tuple[GroupResult, str | None]] = {}
+    start = 0
+    while start < n - 1:
+        end = start + 2
+        while (start, end) in chains:
+            result = results[chains[(start, end)]]
+            if result is None:
+                break
+            name = "+".join(x.name for x in layers[start:end])
+            key_owner = owner[chains[(start, end)]]
+            found[(start, end)] = (result, None if key_owner == name else key_owner)
+            end += 1
+        # HW-Flow-Fusion restarts from the first layer that could not join (``end - 1``).
+        start = start + 1 if every_start else max(start + 1, end - 1)
+    return found
+
+
+def _dp(singles: list[np.ndarray], groups: dict[tuple[int, int], np.ndarray], weights: np.ndarray
+        ) -> list[tuple[int, int]]:
+    """Segments (start, end) of the cheapest cut under the linear ``weights``."""
+    n = len(singles)
+    best = np.full(n + 1, np.inf)
+    best[0] = 0.0
+    choice: list[tuple[int, int]] = [(0, 0)] * (n + 1)
+    ending: dict[int, list[tuple[int, int]]] = {}
+    for seg in groups:
+        ending.setdefault(seg[1], []).append(seg)
+    for i in range(1, n + 1):
+        best[i] = best[i - 1] + float(weights @ singles[i - 1])
+        choice[i] = (i - 1, i)
+        for j, e in ending.get(i, []):
+            value = best[j] + float(weights @ groups[(j, e)])
+            if value < best[i]:
+                best[i], choice[i] = value, (j, e)
+    segs = []
+    i = n
+    while i > 0:
+        segs.append(choice[i])
+        i = choice[i][0]
+    return segs[::-1]
+
+
+def choose_cut(objective: Objective, singles: list[np.ndarray], groups: dict[tuple[int, int], np.ndarray]
+               ) -> list[tuple[int, int]]:
+    """The cut minimising ``objective`` over segments with (latency, energy, DRAM bytes) vectors."""
+    all_single = [(i, i + 1) for i in range(len(singles))]
+
+    def total(segs: list[tuple[int, int]]) -> np.ndarray:
+        return np.sum([singles[s] if e == s + 1 else groups[(s, e)] for s, e in segs], axis=0)
+
+    def value(segs: list[tuple[int, int]]) -> float:
+        lat, en, dr = total(segs)
+        return float(objective.combine(lat, en, dr))
+
+    unit = {Objective.LATENCY: 0, Objective.ENERGY: 1, Objective.DRAM: 2}
+    if objective in unit:
+        weights = np.zeros(3)
+        weights[unit[objective]] = 1.0
+        return _dp(singles, groups, weights)
+    best = all_single
+    current = all_single
+    for _ in range(4):  # a product A*B: minimise B0*A + A0*B around the current plan
+        lat, en, dr = total(current)
+        weights = np.array([en, lat, 0.0]) if objective is Objective.EDP else np.array([dr, 0.0, lat])
+        current = _dp(singles, groups, weights)
+        if value(current) < value(best):
+            best = current
+    return best
+
+
+def plan_fusion(network: Network, arch: Arch, base: NetworkPlan, objective: Objective | str, *,
+                max_group: int = 4, every_start: bool = True, jobs: int = 1,
+                progress: Progress | None = None) -> FusionPlan:
+    """Fusion groups for ``network`` (already at the arch's precision) given its unfused ``base`` plan."""
+    obj = Objective(objective)
+    found = candidate_groups(network, arch, obj, max_group=max_group, every_start=every_start, jobs=jobs,
+                             progress=progress)
+    singles = [_vector(lp.cost) for lp in base.layers]
+    costs = {seg: LayerCost.from_batch(res.cost, 0, arch.dram_bytes_per_cycle) for seg, (res, _) in found.items()}
+    cut = choose_cut(obj, singles, {seg: _vector(c) for seg, c in costs.items()})
+    groups = []
+    for s, e in cut:
+        if e - s < 2:
+            continue
+        res, cached = found[(s, e)]
+        unfused = sum_costs([lp.cost for lp in base.layers[s:e]])
+        groups.append(GroupPlan(tuple(x.name for x in network.layers[s:e]), res.mapping, costs[(s, e)], unfused,
+                                res.executed_macs, res.reuse_bytes, 0 if cached else res.evaluated, res.space_size,
+                                0.0 if cached else res.seconds, cached))
+    meta = {"candidates": len(found), "searched": sum(1 for _, c in found.values() if c is None),
+            "every_start": every_start}
+    return FusionPlan(base, tuple(groups), max_group, meta)

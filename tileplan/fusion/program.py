@@ -1,0 +1,359 @@
+"""Fused programs: the schedule of a fused mapping spelled out instruction by instruction, and an
+executor that runs it on integers with the intermediate maps held only on chip.
+
+A :class:`FusedProgram` is a list of instructions over the group's tensors (``LOAD_INPUT`` a box of
+the first layer's input, ``LOAD_WEIGHT`` a box of one layer's weights, ``COMPUTE`` a region of one
+layer's output, ``STORE`` a box of the last layer's output, ``STEP`` the end of a tile step, where
+on-chip data no later step needs is dropped). The generator walks the shared loop nest exactly as
+the model prices it (``fusion.assemble``); the executor is the second witness: it computes every
+region from on-chip data only (a missing input pixel is an error), counts each DRAM transfer's bytes
+and bursts from the real addresses of the box in the tensor's row-major layout (contiguous runs,
+``ceil(run_bytes / burst)`` each), and checks every on-chip memory's occupancy against its size
+(overflow is an error naming the memory). Its output must equal the layers run one by one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tileplan.arch.spec import Arch
+from tileplan.cost.problem import Problem
+from tileplan.dims import Dim
+from tileplan.errors import TileplanError
+from tileplan.fusion.cost import GroupModel
+from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
+from tileplan.fusion.propagate import AxisTiles
+from tileplan.workload.layer import Layer, OpKind
+
+Range = tuple[int, int]
+
+
+class FusedProgramError(TileplanError):
+    """A fused program reads data that is not on chip, or overflows an on-chip memory."""
+
+    def __init__(self, message: str, memory: str | None = None) -> None:
+        super().__init__(message)
+        self.memory = memory
+
+
+@dataclass(frozen=True, slots=True)
+class Instr:
+    """One instruction: ``op`` is LOAD_INPUT, LOAD_WEIGHT, COMPUTE, STORE, DROP (a consumed chunk of
+    a layer's input map), KEEP (a box of a layer's input map a later step reads: at the next STEP
+    everything else of the maps is dropped) or STEP; ``layer`` the layer index; ``n``/``k``/``c``/
+    ``rows``/``cols`` the element ranges it covers (k: output channels of all groups, c: input
+    channels of one group)."""
+
+    op: str
+    layer: int = 0
+    n: Range = (0, 0)
+    k: Range = (0, 0)
+    c: Range = (0, 0)
+    rows: Range = (0, 0)
+    cols: Range = (0, 0)
+
+    def __str__(self) -> str:
+        if self.op == "STEP":
+            return "STEP"
+        def r(x: Range) -> str:
+            return f"{x[0]}:{x[1]}"
+        return f"{self.op} L{self.layer} n{r(self.n)} k{r(self.k)} c{r(self.c)} h{r(self.rows)} w{r(self.cols)}"
+
+
+@dataclass(frozen=True)
+class FusedProgram:
+    """The instructions of one fused mapping of a group on an accelerator."""
+
+    group: FusedGroup
+    arch: Arch
+    mapping: FusedMapping
+    layers: tuple[Layer, ...]
+    instructions: tuple[Instr, ...]
+
+    def text(self) -> str:
+        head = [f"# fused group {self.group.name} on {self.arch.name}: {self.mapping}"]
+        return "\n".join(head + [str(i) for i in self.instructions]) + "\n"
+
+
+def _parts(lo: int, hi: int, size: int) -> list[Range]:
+    return [(a, min(a + size, hi)) for a in range(lo, hi, size)]
+
+
+def generate_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedProgram:
+    """The program of ``mapping``: for every (n, p, q) tile step, the first layer's input window (or
+    its new part), streamed weights, every layer's region (window or new part) in channel chunks,
+    the last layer's output in K chunks."""
+    mapping.check(group)
+    gm = GroupModel(group, arch, np.array([mapping.tile_p]), np.array([mapping.tile_q]))
+    layers = tuple(gm.layers)
+    last = layers[-1]
+    reuse = mapping.overlap is not Overlap.RECOMPUTE
+    rows, cols = gm.rows, gm.cols
+    out: list[Instr] = []
+    for m, layer in enumerate(layers):
+        if layer.has_weights and mapping.resident[m]:
+            out.append(Instr("LOAD_WEIGHT", m, k=(0, layer.k_out), c=(0, layer.dims[Dim.C])))
+    chunked = any(c < x.k_out for c, x in zip(mapping.chunk, layers, strict=False))
+    if chunked and reuse:
+        raise FusedProgramError("programs of channel-chunked groups are generated for the recompute mode only")
+    steps = [(i, j) for i in range(int(rows.npos[0])) for j in range(int(cols.npos[0]))]
+    if mapping.direction is Direction.COLS:
+        steps = sorted(steps, key=lambda ij: (ij[1], ij[0]))
+    for n in _parts(0, last.n, mapping.tile_n):
+        for t, (i, j) in enumerate(steps):
+            top_lo = (rows.new_in_lo(0), cols.new_in_lo(0)) if reuse else (rows.in_lo[0], cols.in_lo[0])
+            top_r = (int(top_lo[0][0, i]), int(rows.in_hi[0][0, i]))
+            top_c = (int(top_lo[1][0, j]), int(cols.in_hi[0][0, j]))
+            if top_r[1] > top_r[0] and top_c[1] > top_c[0]:
+                out.append(Instr("LOAD_INPUT", 0, n=n, c=(0, layers[0].c_in), rows=top_r, cols=top_c))
+            regions = []
+            for m in range(len(layers)):
+                lo_r = rows.new_lo[m] if reuse else rows.out_lo[m]
+                lo_c = cols.new_lo[m] if reuse else cols.out_lo[m]
+                regions.append(((int(lo_r[0, i]), int(rows.out_hi[m][0, i])),
+                                (int(lo_c[0, j]), int(cols.out_hi[m][0, j]))))
+            out.extend(_step(layers, mapping, group, n, regions))
+            if reuse:  # keep what a later step of this batch tile reads: the maps' windows ahead
+                for m in range(len(layers)):
+                    for r_rng, c_rng in _ahead(rows, cols, m, steps[t + 1:]):
+                        out.append(Instr("KEEP", m, n=n, rows=r_rng, cols=c_rng))
+            out.append(Instr("STEP"))
+    return FusedProgram(group, arch, mapping, layers, tuple(out))
+
+
+def _ahead(rows: AxisTiles, cols: AxisTiles, m: int, later: list[tuple[int, int]]) -> list[tuple[Range, Range]]:
+    """Boxes of layer ``m``'s input map that the ``later`` steps read (one box per later step row)."""
+    boxes: dict[int, Range] = {}
+    for i, j in later:
+        lo, hi = int(cols.in_lo[m][0, j]), int(cols.in_hi[m][0, j])
+        old = boxes.get(i)
+        boxes[i] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
+    return [((int(rows.in_lo[m][0, i]), int(rows.in_hi[m][0, i])), c) for i, c in boxes.items()]
+
+
+def _step(layers: tuple[Layer, ...], mapping: FusedMapping, group: FusedGroup, n: Range,
+          regions: list[tuple[Range, Range]]) -> list[Instr]:
+    """Weight loads, computes and stores of every layer for one step (chunked maps interleaved:
+    the producer's chunk, then the consumer's accumulation over it)."""
+    out: list[Instr] = []
+    for m, layer in enumerate(layers):
+        if m > 0 and mapping.chunk[m - 1] < layer.c_in:
+            continue  # emitted with its producer
+        reg_r, reg_c = regions[m]
+        empty = reg_r[1] <= reg_r[0] or reg_c[1] <= reg_c[0]
+        streamed = layer.has_weights and not mapping.resident[m]
+        last = m == len(layers) - 1
+        for k in _parts(0, layer.k_out, mapping.out_step(group, m)):
+            if streamed:
+                out.append(Instr("LOAD_WEIGHT", m, k=k, c=(0, layer.dims[Dim.C])))
+            if not empty:
+                out.append(Instr("COMPUTE", m, n=n, k=k, c=(0, layer.dims[Dim.C]), rows=reg_r, cols=reg_c))
+                if last:
+                    out.append(Instr("STORE", m, n=n, k=k, rows=reg_r, cols=reg_c))
+            if not last and mapping.chunk[m] < layer.k_out:  # the consumer takes this chunk at once
+                nxt = layers[m + 1]
+                c_r, c_c = regions[m + 1]
+                if nxt.has_weights and not mapping.resident[m + 1]:
+                    out.append(Instr("LOAD_WEIGHT", m + 1, k=(0, nxt.k_out), c=k))
+                if c_r[1] > c_r[0] and c_c[1] > c_c[0]:
+                    out.append(Instr("COMPUTE", m + 1, n=n, k=(0, nxt.k_out), c=k, rows=c_r, cols=c_c))
+                out.append(Instr("DROP", m + 1, n=n, c=k))
+                if m + 1 == len(layers) - 1 and k[1] == layer.k_out and c_r[1] > c_r[0] and c_c[1] > c_c[0]:
+                    out.append(Instr("STORE", m + 1, n=n, k=(0, nxt.k_out), rows=c_r, cols=c_c))
+    return out
+
+
+@dataclass
+class FusedResult:
+    """What a fused program computed and moved: the last layer's output (N, K, P, Q), DRAM bytes and
+    bursts per operand (input, weight, output), MACs executed and the peak bytes of each memory."""
+
+    output: np.ndarray
+    read_bytes: list[int] = field(default_factory=lambda: [0, 0, 0])
+    write_bytes: int = 0
+    bursts: list[int] = field(default_factory=lambda: [0, 0, 0])
+    macs: int = 0
+    peak_bytes: dict[str, int] = field(default_factory=dict)
+
+
+def _box_cost(shape: tuple[int, ...], box: tuple[Range, ...], elem_bytes: int, burst: int) -> tuple[int, int]:
+    """(bytes, bursts) of a box of a row-major tensor: bursts per contiguous run of addresses."""
+    index = np.zeros([hi - lo for lo, hi in box], dtype=np.int64)
+    stride = 1
+    for axis in range(len(shape) - 1, -1, -1):
+        lo, hi = box[axis]
+        view = [1] * len(shape)
+        view[axis] = hi - lo
+        index = index + (np.arange(lo, hi, dtype=np.int64) * stride).reshape(view)
+        stride *= shape[axis]
+    addrs = np.sort(index.ravel())
+    if addrs.size == 0:
+        return 0, 0
+    breaks = np.flatnonzero(np.diff(addrs) != 1) + 1
+    lengths = np.diff(np.concatenate([[0], breaks, [addrs.size]]))
+    return int(addrs.size) * elem_bytes, int(np.sum(-(-(lengths * elem_bytes) // burst)))
+
+
+_MIN = np.iinfo(np.int64).min
+
+
+class _Machine:
+    """Runs a fused program: DRAM tensors, the on-chip maps, weights and output tiles with masks of
+    what is present, and byte counters per memory."""
+
+    def __init__(self, prog: FusedProgram, x: np.ndarray, weights: list[np.ndarray | None]) -> None:
+        self.p = prog
+        self.layers = prog.layers
+        self.x = np.asarray(x, dtype=np.int64)
+        self.w = [None if w is None else np.asarray(w, dtype=np.int64) for w in weights]
+        self.maps = [np.zeros((x_.n, x_.c_in, x_.h, x_.w), dtype=np.int64) for x_ in self.layers]
+        self.have = [np.zeros(a.shape, dtype=bool) for a in self.maps]
+        self.w_have = [None if w is None else np.zeros(w.shape, dtype=bool) for w in self.w]
+        last = self.layers[-1]
+        self.out = np.zeros((last.n, last.k_out, last.p, last.q), dtype=np.int64)
+        self.acc = np.zeros_like(self.out)
+        self.acc_have = np.zeros(self.out.shape, dtype=bool)
+        self.keep = [np.zeros(a.shape, dtype=bool) for a in self.maps]
+        self.result = FusedResult(np.full(self.out.shape, _MIN, dtype=np.int64))
+        self.probs = [Problem(layer, prog.arch) for layer in self.layers]
+        self.mem_names = [mem.name for mem in prog.arch.memories]
+        self.result.peak_bytes = {name: 0 for name in self.mem_names}
+
+    def occupancy(self) -> None:
+        used = dict.fromkeys(self.mem_names, 0)
+        mem = self.probs[0].memory_of_operand
+        for m, prob in enumerate(self.probs):
+            used[self.mem_names[mem[0]]] += int(self.have[m].sum()) * prob.precision.input
+            w_have = self.w_have[m]
+            if w_have is not None:
+                used[self.mem_names[prob.memory_of_operand[1]]] += int(w_have.sum()) * prob.precision.weight
+        used[self.mem_names[mem[2]]] += int(self.acc_have.sum()) * self.probs[-1].precision.psum
+        for mem_spec in self.p.arch.memories:
+            self.result.peak_bytes[mem_spec.name] = max(self.result.peak_bytes[mem_spec.name], used[mem_spec.name])
+            if used[mem_spec.name] > mem_spec.size_bytes:
+                raise FusedProgramError(f"on-chip memory {mem_spec.name} overflows: {used[mem_spec.name]} bytes "
+                                        f"needed, {mem_spec.size_bytes} available", memory=mem_spec.name)
+
+    def dram(self, op: int, shape: tuple[int, ...], box: tuple[Range, ...], elem_bytes: int, write: bool) -> None:
+        nbytes, bursts = _box_cost(shape, box, elem_bytes, self.p.arch.dram.burst_bytes)
+        if write:
+            self.result.write_bytes += nbytes
+        else:
+            self.result.read_bytes[op] += nbytes
+        self.result.bursts[op] += bursts
+
+    def run(self, ins: Instr) -> None:
+        n0, n1 = ins.n
+        m = ins.layer
+        if ins.op == "LOAD_INPUT":
+            first = self.layers[0]
+            box = (ins.n, ins.c, ins.rows, ins.cols)
+            sl = tuple(slice(a, b) for a, b in box)
+            self.maps[0][sl] = self.x[sl]
+            self.have[0][sl] = True
+            self.dram(0, (first.n, first.c_in, first.h, first.w), box, self.probs[0].precision.input, False)
+        elif ins.op == "LOAD_WEIGHT":
+            w, w_have = self.w[m], self.w_have[m]
+            assert w is not None and w_have is not None
+            box = (ins.k, ins.c, (0, w.shape[2]), (0, w.shape[3]))
+            w_have[tuple(slice(a, b) for a, b in box)] = True
+            self.dram(1, w.shape, box, self.probs[m].precision.weight, False)
+        elif ins.op == "COMPUTE":
+            self.compute(ins)
+        elif ins.op == "STORE":
+            last = self.layers[-1]
+            sl = (slice(n0, n1), slice(*ins.k), slice(*ins.rows), slice(*ins.cols))
+            if not self.acc_have[sl].all():
+                raise FusedProgramError(f"STORE of an output box that was not computed: {ins}")
+            self.result.output[sl] = self.acc[sl]
+            self.acc_have[sl] = False
+            self.dram(2, (last.n, last.k_out, last.p, last.q), (ins.n, ins.k, ins.rows, ins.cols),
+                      self.probs[-1].precision.output, True)
+        elif ins.op == "DROP":
+            layer = self.layers[m]
+            chans = _flat_channels(layer.groups, layer.dims[Dim.C], ins.c)
+            self.have[m][n0:n1, chans] = False
+        elif ins.op == "KEEP":
+            self.keep[m][n0:n1, :, slice(*ins.rows), slice(*ins.cols)] = True
+        elif ins.op == "STEP":
+            for m_, keep in enumerate(self.keep):
+                self.have[m_] &= keep
+                keep[:] = False
+        if ins.op in ("LOAD_INPUT", "LOAD_WEIGHT", "COMPUTE"):  # only these add on-chip data
+            self.occupancy()
+
+    def compute(self, ins: Instr) -> None:
+        m = ins.layer
+        layer = self.layers[m]
+        d = layer.dims
+        g_all, k_per, c_per = layer.groups, d[Dim.K], d[Dim.C]
+        g0, g1 = (ins.k[0] // k_per, -(-ins.k[1] // k_per)) if g_all > 1 else (0, 1)
+        k0, k1 = (0, k_per) if g_all > 1 else ins.k
+        c0, c1 = ins.c
+        (a, b), (e, f) = ins.rows, ins.cols
+        sh, sw = layer.stride
+        dh, dw = layer.dilation
+        lo_r, hi_r = a * sh - layer.pad[0], (b - 1) * sh - layer.pad[0] + (layer.r - 1) * dh + 1
+        lo_c, hi_c = e * sw - layer.pad[2], (f - 1) * sw - layer.pad[2] + (layer.s - 1) * dw + 1
+        n0, n1 = ins.n
+        chans = np.concatenate([np.arange(g * c_per + c0, g * c_per + c1) for g in range(g0, g1)])
+        rr = (max(lo_r, 0), min(hi_r, layer.h))
+        cc = (max(lo_c, 0), min(hi_c, layer.w))
+        need = self.have[m][n0:n1][:, chans][:, :, rr[0]:rr[1], cc[0]:cc[1]]
+        if not need.all():
+            raise FusedProgramError(f"{ins} reads input pixels of layer {layer.name!r} that are not on chip")
+        is_max = layer.op is OpKind.MAXPOOL
+        win = np.full((n1 - n0, len(chans), hi_r - lo_r, hi_c - lo_c), _MIN if is_max else 0, dtype=np.int64)
+        win[:, :, rr[0] - lo_r:rr[1] - lo_r, cc[0] - lo_c:cc[1] - lo_c] = \
+            self.maps[m][n0:n1][:, chans][:, :, rr[0]:rr[1], cc[0]:cc[1]]
+        win = win.reshape(n1 - n0, g1 - g0, c1 - c0, hi_r - lo_r, hi_c - lo_c)
+        p, q = b - a, f - e
+        res = np.full((n1 - n0, g1 - g0, k1 - k0, p, q), _MIN if is_max else 0, dtype=np.int64)
+        w = self.w[m]
+        if w is not None:
+            w_have = self.w_have[m]
+            assert w_have is not None
+            kk = np.concatenate([np.arange(g * k_per + k0, g * k_per + k1) for g in range(g0, g1)])
+            if not w_have[kk][:, c0:c1].all():
+                raise FusedProgramError(f"{ins} needs weights of layer {layer.name!r} that are not on chip")
+            wt = w[kk][:, c0:c1].reshape(g1 - g0, k1 - k0, c1 - c0, layer.r, layer.s)
+        for r in range(layer.r):
+            for s in range(layer.s):
+                taps = win[:, :, :, r * dh:r * dh + (p - 1) * sh + 1:sh, s * dw:s * dw + (q - 1) * sw + 1:sw]
+                if w is not None:
+                    res += np.einsum("ngcpq,gkc->ngkpq", taps, wt[:, :, :, r, s])
+                elif is_max:
+                    res = np.maximum(res, taps)
+                else:
+                    res += taps
+        if layer.op in (OpKind.AVGPOOL, OpKind.GLOBALPOOL):
+            res //= layer.r * layer.s
+        self.result.macs += res.size * (c1 - c0 if w is not None else 1) * layer.r * layer.s
+        res = res.reshape(n1 - n0, (g1 - g0) * (k1 - k0), p, q)
+        out_ch = slice(ins.k[0], ins.k[1])
+        first_chunk = c0 == 0
+        if m == len(self.layers) - 1:
+            target, have = self.acc, self.acc_have
+        else:
+            target, have = self.maps[m + 1], self.have[m + 1]
+        sl = (slice(n0, n1), out_ch, slice(a, b), slice(e, f))
+        target[sl] = res if first_chunk else target[sl] + res
+        have[sl] = True
+        if w is not None and not self.p.mapping.resident[m]:
+            w_have = self.w_have[m]
+            assert w_have is not None
+            w_have[:] = False  # a streamed piece is dropped once used
+
+
+def _flat_channels(groups: int, per_group: int, c: Range) -> np.ndarray:
+    return np.concatenate([np.arange(g * per_group + c[0], g * per_group + c[1]) for g in range(groups)])
+
+
+def execute_fused(prog: FusedProgram, x: np.ndarray, weights: list[np.ndarray | None]) -> FusedResult:
+    """Run ``prog`` on input ``x`` (N, C, H, W) and per-layer weights ((G*K, C, R, S) or ``None``)."""
+    machine = _Machine(prog, x, weights)
+    for ins in prog.instructions:
+        machine.run(ins)
+    return machine.result

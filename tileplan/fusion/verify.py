@@ -1,0 +1,68 @@
+"""Three witnesses on a fused group: the fused model's prediction, the fused program's counted DRAM
+traffic and executed MACs, and the layers computed one by one on whole tensors (bit-exact output)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tileplan.arch.spec import Arch
+from tileplan.dims import Dim
+from tileplan.fusion.assemble import evaluate_fused
+from tileplan.fusion.group import FusedGroup, FusedMapping
+from tileplan.fusion.program import execute_fused, generate_fused
+from tileplan.program.reference import reference_output
+
+
+@dataclass(frozen=True)
+class FusedVerify:
+    """Predicted (model) and counted (executed program) DRAM bytes and bursts per operand (input,
+    weight, output), MACs, the output check, the program's size and its peak on-chip bytes."""
+
+    group: str
+    mapping: str
+    bit_exact: bool
+    predicted_read_bytes: tuple[int, int, int]
+    predicted_write_bytes: int
+    predicted_bursts: tuple[int, int, int]
+    predicted_macs: int
+    counted_read_bytes: tuple[int, int, int]
+    counted_write_bytes: int
+    counted_bursts: tuple[int, int, int]
+    counted_macs: int
+    instructions: int
+    peak_bytes: dict[str, int]
+
+    @property
+    def traffic_match(self) -> bool:
+        return (self.predicted_read_bytes == self.counted_read_bytes
+                and self.predicted_write_bytes == self.counted_write_bytes
+                and self.predicted_bursts == self.counted_bursts)
+
+    @property
+    def ok(self) -> bool:
+        return self.bit_exact and self.traffic_match and self.predicted_macs == self.counted_macs
+
+
+def verify_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: int = 0) -> FusedVerify:
+    """Generate and run the program of ``mapping`` on random integers and compare (see the module)."""
+    rng = np.random.default_rng(seed)
+    cost = evaluate_fused(group, arch, mapping)
+    prog = generate_fused(group, arch, mapping)
+    layers = prog.layers
+    first = layers[0]
+    x = rng.integers(-3, 4, size=(first.n, first.c_in, first.h, first.w))
+    weights = [rng.integers(-2, 3, size=(x_.k_out, x_.dims[Dim.C], x_.r, x_.s)) if x_.has_weights else None
+               for x_ in layers]
+    res = execute_fused(prog, x, weights)
+    y = x
+    for layer, w in zip(layers, weights, strict=True):
+        y = reference_output(layer, [y], w)
+    c = cost.cost
+    return FusedVerify(
+        group.name, str(mapping), bool(np.array_equal(res.output, y)),
+        tuple(int(v) for v in c.dram_read_bytes[0]), int(c.dram_write_bytes[0]),  # type: ignore[arg-type]
+        tuple(int(v) for v in c.dram_bursts[0]), int(cost.executed_macs[0]),  # type: ignore[arg-type]
+        tuple(res.read_bytes), res.write_bytes, tuple(res.bursts), res.macs,  # type: ignore[arg-type]
+        len(prog.instructions), dict(res.peak_bytes))
