@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from tileplan import arch as arch_mod
 from tileplan.arch.overrides import apply_overrides
@@ -32,7 +33,7 @@ from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
 from tileplan.report.correlation import Correlation
 from tileplan.search import STRATEGIES
 from tileplan.search import run as run_strategy
-from tileplan.search.objective import Objective
+from tileplan.search.objective import DramModel, Objective
 from tileplan.workload import zoo
 from tileplan.workload.layer import Layer, OpKind, Precision
 from tileplan.workload.network import Network
@@ -136,8 +137,13 @@ def evaluate(layer: Layer, arch: str | Path | Arch, mapping: Mapping, *,
 
 
 def plan_layer(layer: Layer, arch: Arch, *, strategy: str = "exhaustive", objective: str | Objective = "latency",
-               budget: int = 20_000, seed: int = 0) -> LayerPlan:
-    """Search one layer (precision must be set, or the accelerator's default is used)."""
+               budget: int = 20_000, seed: int = 0, dram_model: str = "burst",
+               options: dict[str, Any] | None = None) -> LayerPlan:
+    """Search one layer (precision must be set, or the accelerator's default is used).
+
+    ``dram_model`` is the DRAM time the search minimises (``burst`` or ``volume``; the plan is always
+    costed with the full burst model); ``options`` go to the strategy (e.g. TSO's ``fix_partition``).
+    """
     obj = Objective(objective)
     layer = layer.with_precision(_precision(arch, None))
     bounds = (compulsory_bytes(layer), io_lower_bound_bytes(layer, arch))
@@ -148,7 +154,8 @@ def plan_layer(layer: Layer, arch: Arch, *, strategy: str = "exhaustive", object
         return LayerPlan(layer.name, layer.op.value, layer.shape_str(), None, streaming_copy(layer, arch),
                          bounds[0], bounds[0], "stream", 0, 1.0, 0.0)
     problem = Problem(layer, arch)
-    result = run_strategy(strategy, problem, obj, budget=budget, seed=seed)
+    result = run_strategy(strategy, problem, obj, dram_model=dram_model, budget=budget, seed=seed,
+                          **(options or {}))
     cost = LayerCost.from_batch(result.cost, 0, arch.dram_bytes_per_cycle)
     return LayerPlan(layer.name, layer.op.value, layer.shape_str(), result.mapping, cost, bounds[0], bounds[1],
                      result.strategy, result.evaluated, result.space_size, result.seconds)
@@ -171,15 +178,17 @@ def streaming_copy(layer: Layer, arch: Arch) -> LayerCost:
                      0, (), 0.0, 0.0)
 
 
-def _plan_one(args: tuple[Layer, Arch, str, Objective, int, int]) -> LayerPlan:
-    layer, arch, strategy, obj, budget, seed = args
-    return plan_layer(layer, arch, strategy=strategy, objective=obj, budget=budget, seed=seed)
+def _plan_one(args: tuple[Layer, Arch, str, Objective, int, int, str, dict[str, Any] | None]) -> LayerPlan:
+    layer, arch, strategy, obj, budget, seed, dram_model, options = args
+    return plan_layer(layer, arch, strategy=strategy, objective=obj, budget=budget, seed=seed,
+                      dram_model=dram_model, options=options)
 
 
 def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: str = "exhaustive",
          objective: str | Objective = "latency", batch: int = 1, precision_bytes: int | None = None,
          budget: int = 20_000, seed: int = 0, cache: bool = True, jobs: int | None = None,
-         progress: Progress | None = None) -> NetworkPlan:
+         progress: Progress | None = None, dram_model: str = "burst",
+         options: dict[str, Any] | None = None) -> NetworkPlan:
     """Plan every layer of ``network`` on ``arch``.
 
     Layers with identical planning parameters are searched once (e-PlaNNer's schedule caching,
@@ -198,7 +207,8 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
             todo.append(layer)
     workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
     results: dict[str, LayerPlan] = {}
-    args = [(layer, a, strategy, obj, budget, seed) for layer in todo]
+    DramModel.parse(dram_model)  # fail before any search
+    args = [(layer, a, strategy, obj, budget, seed, dram_model, options) for layer in todo]
     if progress:
         progress(0, len(todo), todo[0].name)
     try:
@@ -219,7 +229,20 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                                  ref.io_bound_bytes, ref.strategy, 0, ref.space_size, 0.0,
                                  cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
-                       {"batch": batch, "precision_bytes": precision_bytes or a.precision_bytes})
+                       {"batch": batch, "precision_bytes": precision_bytes or a.precision_bytes,
+                        "dram_model": dram_model, **(options or {})})
+
+
+def strategy_options(*, fix_partition: str | None = None, fix_schedule: str | None = None) -> dict[str, Any]:
+    """Validated strategy options (TSO's fixed baselines); raises ``TileplanError`` on a bad name."""
+    from tileplan.search.tso import parse_partition, parse_schedule
+
+    out: dict[str, Any] = {}
+    if fix_partition:
+        out["fix_partition"] = parse_partition(fix_partition).value
+    if fix_schedule:
+        out["fix_schedule"] = parse_schedule(fix_schedule).value
+    return out
 
 
 def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, objective: str | Objective = "latency",

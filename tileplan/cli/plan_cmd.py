@@ -21,7 +21,13 @@ def plan(
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
     objective: str = typer.Option("latency", "--objective", "-o", help="latency | energy | edp | dram | perf-per-byte"),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s",
-                                 help="exhaustive | random | eplanner | zhang | ma | smartshuttle-rules"),
+                                 help="exhaustive | random | tso | tso-noburst | eplanner | zhang | ma | "
+                                      "smartshuttle-rules"),
+    dram_model: str = typer.Option("burst", "--dram-model",
+                                   help="DRAM time the search minimises: burst | volume (plans are "
+                                        "always costed with bursts)."),
+    fix_partition: str | None = typer.Option(None, "--fix-partition", help="tso: only KS | KS&OFM | OFM."),
+    fix_schedule: str | None = typer.Option(None, "--fix-schedule", help="tso: only IS | OS | WS."),
     batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
     budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
     seed: int = typer.Option(0, help="Seed for sampling strategies."),
@@ -50,6 +56,7 @@ def plan(
                 check_output_file(target)
         if plots_dir is not None:
             check_output_folder(plots_dir)
+        options = api.strategy_options(fix_partition=fix_partition, fix_schedule=fix_schedule)
         machine = api.load_arch(arch, sets or ())
         network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
         with _progress() as bar:
@@ -63,7 +70,8 @@ def plan(
                                        seed=seed, cache=not no_cache, jobs=jobs, max_group=max_group, progress=tick)
             else:
                 result = api.plan(network, machine, strategy=strategy, objective=objective, budget=budget,
-                                  seed=seed, cache=not no_cache, jobs=jobs, progress=tick)
+                                  seed=seed, cache=not no_cache, jobs=jobs, progress=tick, dram_model=dram_model,
+                                  options=options)
         if fuse:
             _print_fused(fused, network, json_path, csv_path)
             result = fused.base

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -11,15 +12,28 @@ from tileplan.errors import TileplanError
 from tileplan.search.baselines import ma, smartshuttle_rules, zhang
 from tileplan.search.eplanner import eplanner
 from tileplan.search.exhaustive import exhaustive
-from tileplan.search.objective import Objective, best_index
+from tileplan.search.objective import DramModel, Objective, best_index, recost, volume_problem
 from tileplan.search.random_search import random_search
 from tileplan.search.result import SearchResult
+from tileplan.search.tso import tso
 
 Strategy = Callable[..., SearchResult]
+
+
+def tso_noburst(problem: Problem, objective: Objective, *, fix_partition: str | None = None,
+                fix_schedule: str | None = None) -> SearchResult:
+    """TSO-noburst (Alg. 4 lines 12-13): TSO's space chosen with the volume DRAM model, the chosen
+    plan then costed with the burst model (what the hardware does)."""
+    result = run("tso", problem, objective, dram_model=DramModel.VOLUME, fix_partition=fix_partition,
+                 fix_schedule=fix_schedule)
+    return dataclasses.replace(result, strategy="tso-noburst")
+
 
 STRATEGIES: dict[str, Strategy] = {
     "exhaustive": exhaustive,
     "random": random_search,
+    "tso": tso,
+    "tso-noburst": tso_noburst,
     "eplanner": eplanner,
     "zhang": zhang,
     "ma": ma,
@@ -27,13 +41,20 @@ STRATEGIES: dict[str, Strategy] = {
 }
 
 
-def run(name: str, problem: Problem, objective: Objective, **options: Any) -> SearchResult:
-    """Run strategy ``name`` (options it does not take are ignored)."""
+def run(name: str, problem: Problem, objective: Objective, *, dram_model: DramModel | str = DramModel.BURST,
+        **options: Any) -> SearchResult:
+    """Run strategy ``name`` (options it does not take are ignored). With ``dram_model="volume"`` the
+    strategy chooses on the volume model and the result is re-costed with the full model."""
     if name not in STRATEGIES:
         raise TileplanError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
     fn = STRATEGIES[name]
     accepted = fn.__code__.co_varnames[: fn.__code__.co_argcount + fn.__code__.co_kwonlyargcount]
-    return fn(problem, objective, **{k: v for k, v in options.items() if k in accepted})
+    kwargs = {k: v for k, v in options.items() if k in accepted}
+    if DramModel.parse(str(dram_model)) is DramModel.BURST:
+        return fn(problem, objective, **kwargs)
+    chosen = fn(volume_problem(problem), objective, **kwargs)
+    return dataclasses.replace(chosen, cost=recost(problem, chosen.mapping))
 
 
-__all__ = ["STRATEGIES", "Objective", "SearchResult", "best_index", "exhaustive", "random_search", "run"]
+__all__ = ["STRATEGIES", "DramModel", "Objective", "SearchResult", "best_index", "exhaustive", "random_search",
+           "run", "tso", "tso_noburst"]

@@ -6,7 +6,11 @@ from enum import StrEnum
 
 import numpy as np
 
-from tileplan.cost.batch import CostBatch
+from tileplan.cost.batch import CostBatch, MappingBatch
+from tileplan.cost.model import evaluate
+from tileplan.cost.problem import Problem
+from tileplan.errors import TileplanError
+from tileplan.mapping import Mapping
 
 
 class Objective(StrEnum):
@@ -64,3 +68,31 @@ def best_index(objective: Objective, costs: CostBatch) -> int:
     # np.lexsort sorts by the last key first.
     order = np.lexsort([np.arange(len(costs))] + keys[::-1])
     return int(order[0])
+
+
+class DramModel(StrEnum):
+    """How DRAM time is estimated while *choosing* a mapping (TSO Alg. 4): ``burst`` adds the
+    per-burst latency to bytes / bandwidth, ``volume`` counts bytes / bandwidth only. Chosen
+    mappings are always reported with the arch's full (burst) model, as the hardware runs them."""
+
+    BURST = "burst"
+    VOLUME = "volume"
+
+    @classmethod
+    def parse(cls, text: str) -> DramModel:
+        try:
+            return cls(text.strip().lower())
+        except ValueError:
+            raise TileplanError(f"unknown DRAM model {text!r}; choose burst or volume") from None
+
+
+def volume_problem(problem: Problem) -> Problem:
+    """``problem`` on the same accelerator with the per-burst latency removed (TSO-noburst's view)."""
+    arch = problem.arch
+    volume = arch.model_copy(update={"dram": arch.dram.model_copy(update={"burst_latency_ns": 0.0})})
+    return Problem(problem.layer, volume)
+
+
+def recost(problem: Problem, mapping: Mapping) -> CostBatch:
+    """The full cost of one chosen mapping on ``problem`` (length-1 batch)."""
+    return evaluate(problem, MappingBatch.from_mappings([mapping]))

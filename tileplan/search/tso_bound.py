@@ -1,0 +1,134 @@
+"""A lower bound on the model's objective for TSO candidates, so TSO's exhaustive search can visit its
+space in bound order and stop early (the result is the same as evaluating every candidate).
+
+Every term is below the model's: compute is the ideal (every MAC lane busy) on the largest core;
+DRAM bytes are the model's reload factors (``cost.model.reload_factors``) times what one sweep of each
+multicast group's tiles moves (exact: plain dimensions sum to the slice length, input rows and
+columns sum the clipped windows of every tile); bursts are at least bytes / burst, and at least the
+bursts of the runs along each tensor's innermost dimension (input and output rows cut by column
+tiles, weight channels cut by channel tiles), which is what separates wide from narrow tiles.
+Multicast groups take one member where the model takes the most demanding one.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from tileplan.cost.batch import MappingBatch
+from tileplan.cost.model import reload_factors
+from tileplan.cost.problem import CoreGrid, CoreSlice, Problem
+from tileplan.dims import DIMS, OPERANDS, Dim, Operand
+from tileplan.search.objective import Objective
+
+
+@lru_cache(maxsize=1024)
+def _table(length: int, start: int, size: int, stride: int, dil: int, kernel: int, step_bytes: int,
+           burst: int) -> tuple[np.ndarray, np.ndarray]:
+    """For every tile size 1..length of a ``length``-long slice: the sum of the tiles' extents inside
+    ``[0, size)`` and the bursts of the tiles whose extent is not the whole tensor dimension (each a run
+    of ``extent * step_bytes`` bytes; a whole extent continues into the next dimension instead).
+    Input rows/columns of output tiles take the window (``kernel``, ``stride``, ``dil``, ``start``);
+    plain tiles take start 0, stride 1, kernel 1."""
+    t = np.arange(1, length + 1)[:, None]
+    i = np.arange(length)[None, :]
+    ti = np.minimum(t, length - i * t)
+    first = start + i * t * stride
+    ext = np.minimum(first + (ti - 1) * stride + (kernel - 1) * dil + 1, size) - np.maximum(first, 0)
+    ext = np.where(ti > 0, np.maximum(ext, 0), 0)
+    partial = np.where((ext > 0) & (ext != size), -(-(ext * step_bytes) // burst), 0).sum(axis=1)
+    return ext.sum(axis=1), partial
+
+
+def _plain(length: int, size: int, step_bytes: int, burst: int, tiles: np.ndarray) -> np.ndarray:
+    """Partial-run bursts of a plain dimension for each tile size (clipped to the slice)."""
+    return _table(length, 0, size, 1, 1, 1, step_bytes, burst)[1][np.minimum(tiles, length) - 1]
+
+
+def _sweep(problem: Problem, core: CoreSlice, op: Operand, tiles: np.ndarray,
+           hoist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(elements, runs): what one sweep of ``op``'s tiles moves for this core, and a lower bound on its
+    bursts from the runs along the innermost tensor dimension (default layouts, whole kernel tiles,
+    input and output not hoisted)."""
+    L = dict(zip(DIMS, core.length, strict=True))
+    burst = problem.arch.dram.burst_bytes
+    b = problem.precision.of(op)
+    n = len(tiles)
+    if op is Operand.WEIGHT:  # K C R S: with R, S whole, runs of t_C x R x S along C
+        t_c = np.where(hoist[:, Dim.C], L[Dim.C], tiles[:, Dim.C])
+        runs = _plain(L[Dim.C], int(problem.dims[Dim.C]), L[Dim.R] * L[Dim.S] * b, burst, t_c)
+        return np.full(n, L[Dim.G] * L[Dim.K] * L[Dim.C] * L[Dim.R] * L[Dim.S]), L[Dim.G] * L[Dim.K] * runs
+    if op is Operand.OUTPUT:  # N K P Q: runs of t_Q along Q
+        runs = _plain(L[Dim.Q], int(problem.dims[Dim.Q]), b, burst, tiles[:, Dim.Q])
+        rows = L[Dim.N] * L[Dim.G] * L[Dim.K] * L[Dim.P]
+        return np.full(n, rows * L[Dim.Q]), rows * runs
+    sums = []
+    for axis, (d_out, d_k) in enumerate(((Dim.P, Dim.R), (Dim.Q, Dim.S))):
+        sums.append(_table(L[d_out], problem.input_window_start(axis, core.offset[d_out]),
+                           problem.in_h if axis == 0 else problem.in_w, problem.stride[axis],
+                           problem.dilation[axis], int(problem.dims[d_k]), b, burst))
+    pick_r = np.minimum(tiles[:, Dim.P], L[Dim.P]) - 1
+    pick_c = np.minimum(tiles[:, Dim.Q], L[Dim.Q]) - 1
+    rows = sums[0][0][pick_r]
+    planes = L[Dim.N] * L[Dim.G] * L[Dim.C] * problem.layer.input_count
+    return planes * rows * sums[1][0][pick_c], planes * rows * sums[1][1][pick_c]
+
+
+def _reload(batch: MappingBatch, length: np.ndarray) -> np.ndarray:
+    """``reload_factors`` of a core of ``length``, computed once per distinct trip vector (a TSO batch
+    shares one loop order and hoisting)."""
+    trips = -(-length // np.minimum(batch.tiles, length))
+    flat = np.ravel_multi_index(trips.T - 1, tuple(int(x) for x in length))
+    _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
+    rho = reload_factors(batch.order[first], trips[first], batch.hoist[first])
+    return rho[inverse.ravel()]
+
+
+def lower_bound(problem: Problem, objective: Objective, batch: MappingBatch,
+                grid: CoreGrid | None = None) -> np.ndarray:
+    """(n,) values no candidate of ``batch`` can beat under ``objective`` (``batch`` has whole R, S tiles)."""
+    arch = problem.arch
+    prec = problem.precision
+    grid = grid or problem.core_grid(batch.cluster_split, batch.core_split)
+    n = len(batch)
+    # Per operand: groups with equal core lengths share reload factors; sum their sweeps first.
+    rho_cache: dict[tuple[int, ...], np.ndarray] = {}
+    dram = np.zeros(n)
+    bursts = np.zeros(n)
+    burst = arch.dram.burst_bytes
+    for op in OPERANDS:
+        if not problem.has_operand[op]:
+            continue
+        # Weight and output sweeps depend on a core's lengths only; input sweeps on its rows too.
+        kinds: dict[tuple[object, ...], tuple[CoreSlice, int]] = {}
+        for members in grid.groups[op]:
+            core = grid.cores[members[0]]
+            key = (core.length, core.offset) if op is Operand.INPUT else (core.length,)
+            kinds[key] = (core, kinds[key][1] + 1 if key in kinds else 1)
+        per_length: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        for core, count in kinds.values():
+            elems, runs = _sweep(problem, core, op, batch.tiles, batch.hoist[:, op])
+            elems, runs = elems * count, runs * count
+            if core.length in per_length:
+                e0, r0 = per_length[core.length]
+                elems, runs = e0 + elems, r0 + runs
+            per_length[core.length] = (elems, runs)
+        for length_key, (elems, runs) in per_length.items():
+            if length_key not in rho_cache:
+                rho_cache[length_key] = _reload(batch, np.array(length_key, dtype=np.int64))
+            rho = rho_cache[length_key][:, op]
+            if op is Operand.OUTPUT:
+                psum = 2 * (rho - 1) * elems * prec.psum
+                dram += elems * prec.output + psum
+                bursts += np.maximum(elems * prec.output / burst, runs) + psum / burst
+            else:
+                dram += rho * elems * prec.of(op)
+                bursts += rho * np.maximum(elems * prec.of(op) / burst, runs)
+    pes = int(np.prod(problem.lanes)) * arch.pe_array.macs_per_pe_per_cycle
+    compute = max(int(np.prod(c.length)) * problem.op_factor for c in grid.shapes) / pes
+    dram_cycles = dram / arch.dram_bytes_per_cycle + bursts * arch.burst_latency_cycles
+    latency = np.maximum(compute, dram_cycles) if arch.overlap else compute + dram_cycles
+    energy = problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
+        dram * arch.dram.energy_pj_per_byte
+    return np.asarray(objective.combine(latency, energy, dram), dtype=np.float64) * np.ones(n)
