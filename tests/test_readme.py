@@ -29,6 +29,7 @@ SLOW = {
     "tileplan emit": "searches a layer on the 32-core NMP",
     "tileplan run": "needs the program `emit` writes",
     "tileplan bench": "timings differ from run to run",
+    "tileplan sweep": "plans 32 points and prints its wall time (tests/test_sweep.py checks sweeps)",
     "tileplan correlate": "reads a board's measurements (measured.csv) that the README does not ship",
 }
 

@@ -17,6 +17,7 @@ from tileplan.cli import (  # noqa: F401  (importing a command module registers 
     plan_cmd,
     program_cmd,
     report_cmd,
+    sweep_cmd,
 )
 from tileplan.cli.app import app, err, interrupt_reported, out
 
