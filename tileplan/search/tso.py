@@ -200,10 +200,11 @@ def candidates(problem: Problem, sl: Slicing, schedule: Schedule, grid: CoreGrid
     hoist = np.zeros((n, 3, NDIMS), dtype=bool)
     if hoist_c:
         hoist[:, Operand.WEIGHT, Dim.C] = True
-    order = np.broadcast_to(np.array([int(d) for d in _order(schedule, f)]), (n, NDIMS)).copy()
-    layouts = np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy()
-    return MappingBatch(tiles, order, hoist, np.ones((n, NDIMS), dtype=np.int64), layouts,
-                        sl.cluster_split, sl.core_split)
+    # Rows shared by every candidate stay read-only broadcast views (``take`` copies what it picks).
+    order = np.broadcast_to(np.array([int(d) for d in _order(schedule, f)], dtype=np.int64), (n, NDIMS))
+    layouts = np.broadcast_to(np.array(MappingBatch.default_layout_codes(), dtype=np.int64), (n, 3))
+    unroll = np.broadcast_to(np.ones(NDIMS, dtype=np.int64), (n, NDIMS))
+    return MappingBatch(tiles, order, hoist, unroll, layouts, sl.cluster_split, sl.core_split)
 
 
 def space_size(problem: Problem, sl: Slicing, grid: CoreGrid | None = None) -> int:

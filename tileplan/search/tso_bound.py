@@ -75,14 +75,32 @@ def _sweep(problem: Problem, core: CoreSlice, op: Operand, tiles: np.ndarray,
     return planes * rows * sums[1][0][pick_c], planes * rows * sums[1][1][pick_c]
 
 
-def _reload(batch: MappingBatch, length: np.ndarray) -> np.ndarray:
-    """``reload_factors`` of a core of ``length``, computed once per distinct trip vector (a TSO batch
-    shares one loop order and hoisting)."""
-    trips = -(-length // np.minimum(batch.tiles, length))
-    flat = np.ravel_multi_index(trips.T - 1, tuple(int(x) for x in length))
-    _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
-    rho = reload_factors(batch.order[first], trips[first], batch.hoist[first])
-    return rho[inverse.ravel()]
+def _reload(batch: MappingBatch, length: np.ndarray, varying: np.ndarray) -> np.ndarray:
+    """``reload_factors`` of a core of ``length`` for every candidate of a TSO batch, which shares one
+    loop order and hoisting (``tso.candidates`` builds it so) and whose tiles vary only along the
+    dimensions flagged in ``varying``.
+
+    Trip counts take few values per dimension (at most about 2 sqrt(L) for a slice L long), so the
+    factors are computed once on the small grid of those values and gathered: O(n) work, no sort."""
+    n = len(batch)
+    codes = np.zeros(n, dtype=np.int64)
+    values: list[np.ndarray] = []
+    for d in range(len(length)):
+        size = int(length[d])
+        if not varying[d]:
+            values.append(np.array([-(-size // min(int(batch.tiles[0, d]), size))]))
+            continue
+        top = max(int(batch.tiles[:, d].max()), size)
+        trips = -(-size // np.minimum(np.arange(1, top + 1), size))  # trip count of each tile size
+        distinct, rank = np.unique(trips, return_inverse=True)
+        values.append(distinct)
+        codes = codes * len(distinct) + rank.ravel()[batch.tiles[:, d] - 1]
+    present = np.zeros(int(np.prod([len(v) for v in values])), dtype=bool)
+    present[codes] = True  # only the trip vectors that occur
+    cells = np.unravel_index(np.flatnonzero(present), tuple(len(v) for v in values))
+    grid = np.stack([v[c] for v, c in zip(values, cells, strict=True)], axis=1)
+    hoist = np.broadcast_to(batch.hoist[0], (len(grid), *batch.hoist.shape[1:]))
+    return reload_factors(batch.order[0], grid, hoist)[(np.cumsum(present) - 1)[codes]]
 
 
 def lower_bound(problem: Problem, objective: Objective, batch: MappingBatch,
@@ -94,6 +112,7 @@ def lower_bound(problem: Problem, objective: Objective, batch: MappingBatch,
     n = len(batch)
     # Per operand: groups with equal core lengths share reload factors; sum their sweeps first.
     rho_cache: dict[tuple[int, ...], np.ndarray] = {}
+    varying = batch.tiles.min(axis=0) != batch.tiles.max(axis=0) if n else np.zeros(len(DIMS), dtype=bool)
     dram = np.zeros(n)
     bursts = np.zeros(n)
     burst = arch.dram.burst_bytes
@@ -116,7 +135,7 @@ def lower_bound(problem: Problem, objective: Objective, batch: MappingBatch,
             per_length[core.length] = (elems, runs)
         for length_key, (elems, runs) in per_length.items():
             if length_key not in rho_cache:
-                rho_cache[length_key] = _reload(batch, np.array(length_key, dtype=np.int64))
+                rho_cache[length_key] = _reload(batch, np.array(length_key, dtype=np.int64), varying)
             rho = rho_cache[length_key][:, op]
             if op is Operand.OUTPUT:
                 psum = 2 * (rho - 1) * elems * prec.psum
