@@ -109,7 +109,7 @@ def _halo_bursts(table: HaloTable, step_bytes: int, burst: int) -> tuple[np.ndar
     return _BURST_CACHE[key]
 
 
-def _tile_positions(length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def tile_positions(length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For every tile size t = 1..length and position i of a ``length``-long loop cut into t-long
     tiles: (t - 1, i * t, the tile's actual length), flattened over (t, i)."""
     t = np.arange(1, length + 1)
@@ -129,8 +129,8 @@ def halo_table(out_len: int, start: int, size: int, stride: int, dilation: int, 
     ``start + i*t_out*stride + j*t_k*dilation`` onwards for ``(t_i - 1)*stride + (t_j - 1)*dilation + 1``,
     clipped to ``[0, size)``. Every (t_out, t_k, i, j) is computed at once.
     """
-    to_idx, o_first, o_len = _tile_positions(out_len)
-    tk_idx, k_first, k_len = _tile_positions(kernel)
+    to_idx, o_first, o_len = tile_positions(out_len)
+    tk_idx, k_first, k_len = tile_positions(kernel)
     first = start + o_first[:, None] * stride + k_first[None, :] * dilation
     length = (o_len[:, None] - 1) * stride + (k_len[None, :] - 1) * dilation + 1
     ext = np.maximum(0, np.minimum(first + length, size) - np.maximum(first, 0)).ravel().astype(np.int64)
