@@ -70,12 +70,12 @@ def restriction(name: str, group: FusedGroup) -> Restriction | None:
     if len(group) != 2:
         return None
     first, second = group.layers
-    full = (first.k_out,)
+    full: tuple[int, ...] = (first.k_out,)
     chunkable = group.chunkable(0)
-    one = [(1,)] if chunkable else [full]
-    streamed = [(not first.has_weights, not second.has_weights)]
-    resident = [(True, True)]
-    any_chunk = [c for c in chunk_options(group) if c != full] if chunkable else [full]
+    one: list[tuple[int, ...]] = [(1,)] if chunkable else [full]
+    streamed: list[tuple[bool, ...]] = [(not first.has_weights, not second.has_weights)]
+    resident: list[tuple[bool, ...]] = [(True, True)]
+    any_chunk: list[tuple[int, ...]] = [c for c in chunk_options(group) if c != full] if chunkable else [full]
     if name == "ir2l":
         return Restriction(streamed, one, (False,))
     if name == "wr2lv1":
