@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from tileplan.arch.spec import Arch
-from tileplan.fusion.group import FusedGroup, Overlap
+from tileplan.fusion.group import FusedGroup, FusedMapping, Overlap
 from tileplan.fusion.search import GroupResult, chunk_options, search_group
 from tileplan.search.objective import Objective
 
@@ -70,6 +70,8 @@ def restriction(name: str, group: FusedGroup) -> Restriction | None:
     if len(group) != 2:
         return None
     first, second = group.layers
+    if not (first.has_weights and second.has_weights) or first.groups > 1:
+        return None  # two convolutions, the first reading all C1 channels (a pool between: three layers)
     full: tuple[int, ...] = (first.k_out,)
     chunkable = group.chunkable(0)
     one: list[tuple[int, ...]] = [(1,)] if chunkable else [full]
@@ -127,4 +129,47 @@ def group_searcher(strategies: tuple[str, ...]) -> Callable[[FusedGroup, Arch, O
     return partial(_search_only, strategies=strategies)
 
 
-__all__ = ["FUSED", "Restriction", "cardinality", "group_searcher", "restriction", "search_f2l", "search_pair"]
+
+
+@dataclass(frozen=True)
+class FusedFamily:
+    """What ``--strategy NAME --fuse`` plans for a paper's fused family: every layer alone with the
+    single-layer ``single`` strategy, candidate groups of up to ``max_group`` layers searched only
+    over ``fused``, and the network planner's cut between them (Eq. 10 along the network)."""
+
+    single: str
+    fused: tuple[str, ...]
+    max_group: int = 2
+
+
+#: ``ye``: Ye et al.'s hybrid (SmartShuttle per layer or a fused pair by ir2l / wr2lv1 / wr2lv2 /
+#: pr2l); ``superslash``: the SuperSlash baseline (pr then ir in a fused pair, no grouped layers).
+FUSED_FAMILIES: dict[str, FusedFamily] = {
+    "ye": FusedFamily("smartshuttle", FUSED),
+    "superslash": FusedFamily("smartshuttle", ("superslash",)),
+}
+
+
+def classify(group: FusedGroup, mapping: FusedMapping) -> str:
+    """The Ye et al. strategy a fused pair's mapping is a point of (``"other"`` outside them)."""
+    if len(group) != 2 or mapping.overlap is not Overlap.RECOMPUTE or mapping.tile_k < group.last.k_out:
+        return "other"
+    weighted = [x.has_weights for x in group.layers]
+    resident = all(r or not w for r, w in zip(mapping.resident, weighted, strict=True))
+    streamed = all(not r or not w for r, w in zip(mapping.resident, weighted, strict=True))
+    chunked = mapping.chunk[0] < group.layers[0].k_out
+    if mapping.chunk_outer:
+        return "wr2lv2"
+    if not chunked and not group.chunkable(0):
+        return "wr2lv1" if resident else "ir2l" if streamed else "other"
+    if not chunked:
+        return "superslash"
+    if resident:
+        return "wr2lv1" if mapping.chunk[0] == 1 else "other"
+    if streamed:
+        return "ir2l" if mapping.chunk[0] == 1 else "pr2l"
+    return "other"
+
+
+__all__ = ["FUSED", "FUSED_FAMILIES", "FusedFamily", "Restriction", "cardinality", "classify", "group_searcher",
+           "restriction", "search_f2l", "search_pair"]
