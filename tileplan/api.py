@@ -45,6 +45,9 @@ from tileplan.workload.network import Network
 
 __all__ = ["Mapping", "compare", "evaluate", "load_arch", "load_network", "plan", "plan_layer"]
 
+#: Strategies that plan fused groups (``plan --fuse`` only): their single layers use ``exhaustive``.
+FUSION_STRATEGIES: tuple[str, ...] = ("hwff",)
+
 #: Names of the objectives a search can minimise (``search.objective.Objective``).
 OBJECTIVES: tuple[str, ...] = tuple(o.value for o in Objective)
 
@@ -58,7 +61,7 @@ MAX_BATCH = 1024
 
 
 def check_options(*, strategy: str = "exhaustive", objective: str | Objective = "latency", budget: int = 20_000,
-                  seed: int = 0, batch: int = 1) -> Objective:
+                  seed: int = 0, batch: int = 1, fuse: bool = False) -> Objective:
     """Validate search options before any work; return the objective. Raises ``TileplanError`` naming
     the option and its valid values.
 
@@ -68,8 +71,11 @@ def check_options(*, strategy: str = "exhaustive", objective: str | Objective = 
     Traceback (most recent call last):
     tileplan.errors.TileplanError: --budget must be between 1 and 2097152 candidates, got -5
     """
-    if strategy not in STRATEGIES:
-        raise TileplanError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    if strategy in FUSION_STRATEGIES and not fuse:
+        raise TileplanError(f"strategy {strategy!r} plans fused groups: add --fuse")
+    if strategy not in STRATEGIES and strategy not in FUSION_STRATEGIES:
+        raise TileplanError(f"unknown strategy {strategy!r}; choose one of "
+                            f"{', '.join([*STRATEGIES, *FUSION_STRATEGIES])}")
     if str(objective) not in OBJECTIVES:
         raise TileplanError(f"unknown objective {str(objective)!r}; choose one of {', '.join(OBJECTIVES)}")
     if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= MAX_BUDGET:
@@ -338,16 +344,23 @@ def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, object
     """Plan ``network`` with layer fusion: the unfused plan of every layer (:func:`plan`), then the
     fused groups of up to ``max_group`` layers that the dynamic programme of ``fusion.planner``
     chooses (never worse than the unfused plan under ``objective``)."""
-    from tileplan.fusion.planner import plan_fusion
+    from tileplan.fusion.planner import GroupSearch, plan_fusion
+    from tileplan.fusion.search import search_group
 
     if max_group < 2:
         raise TileplanError(f"max_group must be at least 2 (a group fuses two or more layers), got {max_group}")
+    check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch, fuse=True)
+    search: GroupSearch = search_group
+    if strategy == "hwff":  # HW-Flow-Fusion: restricted group search, single layers searched exhaustively
+        from tileplan.fusion.hwff import search_hwff
+
+        search, strategy = search_hwff, "exhaustive"
     a = load_arch(arch)
     net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
     base = plan(net, a, strategy=strategy, objective=objective, batch=batch, precision_bytes=precision_bytes,
                 budget=budget, seed=seed, cache=cache, jobs=jobs, progress=progress)
     return plan_fusion(net, a, base, objective, max_group=max_group, every_start=every_start,
-                       jobs=jobs or os.cpu_count() or 1, progress=progress)
+                       jobs=jobs or os.cpu_count() or 1, progress=progress, search=search)
 
 
 def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Sequence[str], *,

@@ -39,7 +39,8 @@ def plan(
     plots_dir: Path | None = typer.Option(None, "--plots", help="Write the plan's figures (roofline, traffic, "
                                           "time, layer graph) as PNG and SVG into this folder."),
     fuse: bool = typer.Option(False, "--fuse", help="Also fuse chains of layers (intermediate maps stay on chip)."),
-    max_group: int = typer.Option(4, "--max-group", help="Most layers in one fused group (with --fuse)."),
+    max_group: int | None = typer.Option(None, "--max-group", help="Most layers in one fused group (with --fuse; "
+                                         "default 4, 2 with --strategy hwff as HW-Flow-Fusion's Table 5)."),
 ) -> None:
     """Find the best mapping of every layer of MODEL and print a per-layer table with totals
     (with --fuse: the best cut into fused groups and single layers)."""
@@ -47,7 +48,8 @@ def plan(
     from tileplan.report.tables import plan_csv, plan_summary, plan_table
 
     def work() -> None:
-        api.check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch)
+        api.check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch, fuse=fuse)
+        group_limit = max_group if max_group is not None else (2 if strategy == "hwff" else 4)
         for target in (json_path, csv_path):  # fail before a long search, not after it
             if target is not None:
                 check_output_file(target)
@@ -64,7 +66,7 @@ def plan(
 
             if fuse:
                 fused = api.plan_fused(network, machine, strategy=strategy, objective=objective, budget=budget,
-                                       seed=seed, cache=not no_cache, jobs=jobs, max_group=max_group, progress=tick)
+                                       seed=seed, cache=not no_cache, jobs=jobs, max_group=group_limit, progress=tick)
             else:
                 result = api.plan(network, machine, strategy=strategy, objective=objective, budget=budget,
                                   seed=seed, cache=not no_cache, jobs=jobs, progress=tick, dram_model=dram_model,
