@@ -16,9 +16,12 @@ from __future__ import annotations
 import dataclasses
 import time
 
+import numpy as np
+
 from tileplan.arch.spec import Arch
+from tileplan.fusion.assemble import assemble
 from tileplan.fusion.cost import GroupModel
-from tileplan.fusion.group import FusedGroup, Overlap
+from tileplan.fusion.group import Direction, FusedGroup, Overlap
 from tileplan.fusion.partition import MAX_SPATIAL, FusionKind, Partition, partitions
 from tileplan.fusion.plan import ctc_ratio
 from tileplan.fusion.search import GroupResult, search_group
@@ -27,7 +30,7 @@ from tileplan.search.objective import Objective
 #: The fusion kinds a ``hwff`` group search tries.
 KINDS: tuple[FusionKind, ...] = (FusionKind.TEMPORAL, FusionKind.SPATIAL)
 
-__all__ = ["KINDS", "ctc_ratio", "search_hwff", "search_partitioned"]
+__all__ = ["KINDS", "Storage", "ctc_ratio", "min_storage", "search_hwff", "search_partitioned"]
 
 
 def _key(obj: Objective, result: GroupResult) -> tuple[float, ...]:
@@ -78,3 +81,38 @@ def search_hwff(group: FusedGroup, arch: Arch, objective: Objective) -> GroupRes
     return dataclasses.replace(best, evaluated=sum(r.evaluated for r in found),
                                space_size=sum(r.space_size for r in found),
                                seconds=sum(r.seconds for r in found))
+
+
+@dataclasses.dataclass(frozen=True)
+class Storage:
+    """Smallest on-chip footprint (bytes) fusing a group with zero recomputation in HW-Flow-Fusion's
+    space (all weights resident, whole-map channels), at the tile reaching it, with its reuse buffer
+    (bytes), the Alwani et al. buffer (Eq. 8 + 9) of the same tile and direction, and the group's
+    DRAM bytes."""
+
+    footprint_bytes: int
+    reuse_bytes: int
+    alwani_bytes: int
+    tile: tuple[int, int]
+    dram_bytes: int
+
+
+def min_storage(group: FusedGroup, arch: Arch, tile: tuple[int, int] | None = None) -> Storage:
+    """The least on-chip storage to fuse ``group`` on ``arch`` (capacity ignored: what the group needs),
+    over every tile of the last layer's output or at ``tile`` (rows, columns; clipped to the map)."""
+    last = group.last
+    gm = GroupModel(group, arch) if tile is None else GroupModel(
+        group, arch, np.array([min(tile[0], last.p)]), np.array([min(tile[1], last.q)]))
+    n = len(group)
+    common = {"tile_n": 1, "tile_k": group.last.k_out, "resident": (True,) * n,
+              "chunk": tuple(x.k_out for x in group.layers[:-1])}
+    ours, _ = assemble(gm, overlap=Overlap.REUSE, **common)  # type: ignore[arg-type]
+    need = ours.cost.footprint_bytes.sum(axis=1)
+    i = int(need.argmin())
+    ip, iq = divmod(i, gm.shape[1])
+    tiles = (int(gm.rows.tiles[ip]), int(gm.cols.tiles[iq]))
+    one = GroupModel(group, arch, gm.rows.tiles[ip:ip + 1], gm.cols.tiles[iq:iq + 1])
+    direction = Direction.COLS if ours.direction[i] else Direction.ROWS
+    alwani, _ = assemble(one, overlap=Overlap.ALWANI, direction=direction, **common)  # type: ignore[arg-type]
+    return Storage(int(need[i]), int(ours.reuse_bytes[i]), int(alwani.reuse_bytes[0]), tiles,
+                   int(ours.cost.dram_bytes[i]))
