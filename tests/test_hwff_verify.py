@@ -1,7 +1,8 @@
 """The fused pairs the `hwff` strategy chooses for VGG16 on hwff1 (conv1_1+conv1_2, pool1+conv2_1,
 conv2_2+pool2) execute as fused programs whose counted DRAM bytes, bursts and MACs equal the model
-and whose output is bit-exact, at reduced sizes (16x16 inputs, channels / 8, a buffer for the weights and half the largest
-map, so that tiles stay smaller than the maps); and the partition does not change the DRAM traffic."""
+and whose output is bit-exact, at reduced sizes (16x16 inputs, channels / 8, a buffer for the weights
+and half the largest map, so that tiles stay smaller than the maps); the partition does not change the
+DRAM traffic."""
 
 from __future__ import annotations
 
