@@ -169,8 +169,9 @@ def _table5_7(res: ExperimentResult, ref: Reference, name: str, net: Network, ar
         tc = _cost(t, arch)
         if tc.energy_pj >= sum(c.energy_pj for c in single):
             continue  # HW-Flow-Fusion keeps a fusion only where it improves the objective
-        sp = search_partitioned(t.group, arch, Objective.ENERGY, FusionKind.SPATIAL)
-        kept.append((t.group, single, tc, t, sp))
+        group = FusedGroup(tuple(net.layers[s:e]))  # ``t`` may come from an identical earlier group
+        sp = search_partitioned(group, arch, Objective.ENERGY, FusionKind.SPATIAL)
+        kept.append((group, single, tc, t, sp))
     rows: list[dict[str, Any]] = []
     sums = {k: [0.0, 0.0, 0.0] for k in ("single", "temporal", "spatial")}
     for group, single, tc, t, sp in kept:
