@@ -34,7 +34,7 @@ def plans():
     for name, n in (("vgg16", 7), ("resnet18", 4)):
         net = _head(name, n)
         base = api.plan(net, arch, strategy="zhang", objective="latency", jobs=1)
-        out[name] = (net, base, {obj: plan_fusion(net, arch, base, obj, max_group=2, jobs=1, search=search_hwff)
+        out[name] = (net, base, {obj: plan_fusion(net, arch, base, obj, max_group=2, jobs=1, searcher=search_hwff)
                                  for obj in ("latency", "energy")})
     return out
 

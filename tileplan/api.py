@@ -71,11 +71,18 @@ def check_options(*, strategy: str = "exhaustive", objective: str | Objective = 
     Traceback (most recent call last):
     tileplan.errors.TileplanError: --budget must be between 1 and 2097152 candidates, got -5
     """
-    if strategy in FUSION_STRATEGIES and not fuse:
-        raise TileplanError(f"strategy {strategy!r} plans fused groups: add --fuse")
-    if strategy not in STRATEGIES and strategy not in FUSION_STRATEGIES:
-        raise TileplanError(f"unknown strategy {strategy!r}; choose one of "
-                            f"{', '.join([*STRATEGIES, *FUSION_STRATEGIES])}")
+    from tileplan.fusion.ye import FUSED_FAMILIES
+
+    if strategy in FUSED_FAMILIES:
+        if not fuse:
+            raise TileplanError(f"strategy {strategy!r} chooses fused pairs along the network: add --fuse (its "
+                                f"single-layer part alone is --strategy {FUSED_FAMILIES[strategy].single})")
+    elif strategy in FUSION_STRATEGIES:
+        if not fuse:
+            raise TileplanError(f"strategy {strategy!r} plans fused groups: add --fuse")
+    elif strategy not in STRATEGIES:
+        raise TileplanError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)} (with --fuse "
+                            f"also {', '.join([*FUSED_FAMILIES, *FUSION_STRATEGIES])})")
     if str(objective) not in OBJECTIVES:
         raise TileplanError(f"unknown objective {str(objective)!r}; choose one of {', '.join(OBJECTIVES)}")
     if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= MAX_BUDGET:
@@ -345,22 +352,25 @@ def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, object
     fused groups of up to ``max_group`` layers that the dynamic programme of ``fusion.planner``
     chooses (never worse than the unfused plan under ``objective``)."""
     from tileplan.fusion.planner import GroupSearch, plan_fusion
-    from tileplan.fusion.search import search_group
+    from tileplan.fusion.ye import FUSED_FAMILIES, group_searcher
 
     if max_group < 2:
         raise TileplanError(f"max_group must be at least 2 (a group fuses two or more layers), got {max_group}")
     check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch, fuse=True)
-    search: GroupSearch = search_group
-    if strategy == "hwff":  # HW-Flow-Fusion: restricted group search, single layers searched exhaustively
+    family = FUSED_FAMILIES.get(strategy)
+    searcher: GroupSearch | None = None
+    if family is not None:  # a paper's fused family: its single-layer strategy, its pairs only
+        strategy, max_group, searcher = family.single, family.max_group, group_searcher(family.fused)
+    elif strategy == "hwff":  # HW-Flow-Fusion: its restricted group search, single layers exhaustive
         from tileplan.fusion.hwff import search_hwff
 
-        search, strategy = search_hwff, "exhaustive"
+        strategy, searcher = "exhaustive", search_hwff
     a = load_arch(arch)
     net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
     base = plan(net, a, strategy=strategy, objective=objective, batch=batch, precision_bytes=precision_bytes,
                 budget=budget, seed=seed, cache=cache, jobs=jobs, progress=progress)
     return plan_fusion(net, a, base, objective, max_group=max_group, every_start=every_start,
-                       jobs=jobs or os.cpu_count() or 1, progress=progress, search=search)
+                       jobs=jobs or os.cpu_count() or 1, progress=progress, searcher=searcher)
 
 
 def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Sequence[str], *,

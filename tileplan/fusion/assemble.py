@@ -78,9 +78,14 @@ def reuse_buffers(gm: GroupModel, m: int, overlap: Overlap, tile_n: int) -> tupl
 
 def assemble(gm: GroupModel, *, tile_n: int, tile_k: int, overlap: Overlap, resident: tuple[bool, ...],
              chunk: tuple[int, ...], direction: Direction | None = None,
-             unroll: tuple[tuple[int, ...], ...] | None = None) -> tuple[FusedCost, list[np.ndarray]]:
+             unroll: tuple[tuple[int, ...], ...] | None = None,
+             chunk_outer: bool = False) -> tuple[FusedCost, list[np.ndarray]]:
     """Costs of every (tile_p, tile_q) candidate of ``gm`` under the given discrete choices, and per
-    layer the index of the unroll option used (into ``gm.unroll_options``; -1 when given)."""
+    layer the index of the unroll option used (into ``gm.unroll_options``; -1 when given).
+
+    ``chunk_outer`` (two-layer groups with a chunked map): the same reload rule with the chunk loop
+    outermost -- the first layer's input is read once per chunk, every weight piece once in all, and
+    the last layer's whole output map is held on chip as partial sums."""
     layers, probs, arch = gm.layers, gm.problems, gm.arch
     nl, n = len(layers), gm.n
     first, last = layers[0], layers[-1]
@@ -100,8 +105,9 @@ def assemble(gm: GroupModel, *, tile_n: int, tile_k: int, overlap: Overlap, resi
     # First layer's input: the halo'd window every step, or only its new part with reuse buffers.
     b_in = probs[0].precision.input
     hr, hq = gm.hist(0, "fetch" if reuse else "in", 0), gm.hist(1, "fetch" if reuse else "in", 0)
-    read[:, _IN] = last.n * first.c_in * gm.sum2(hr, hq, gm.ext(hr), gm.ext(hq)) * b_in
-    bursts[:, _IN] = gm.cached(("in_bursts", reuse, tile_n), lambda: np.sum([
+    passes = -(-first.k_out // chunk[0]) if chunk_outer else 1  # input reads: once per chunk pass
+    read[:, _IN] = passes * last.n * first.c_in * gm.sum2(hr, hq, gm.ext(hr), gm.ext(hq)) * b_in
+    bursts[:, _IN] = passes * gm.cached(("in_bursts", reuse, tile_n), lambda: np.sum([
         cn * gm.grid(hr, hq, box_bursts((first.n, first.c_in, first.h, first.w), en, first.c_in, b_in, burst))
         for en, cn in nparts], axis=0))
     rin, cin = gm.max_in[0]
@@ -114,7 +120,10 @@ def assemble(gm: GroupModel, *, tile_n: int, tile_k: int, overlap: Overlap, resi
         cn * ck * gm.grid(hr, hq, box_bursts((last.n, kt_last, last.p, last.q), en, ek, b_out, burst))
         for (en, cn), (ek, ck) in product(nparts, parts(kt_last, tile_k))], axis=0))
     rout, cout = gm.max_out
-    fp_dbl[:, mem[_OUT]] += tn * min(tile_k, kt_last) * probs[-1].precision.psum * gm.pair(rout, cout)
+    if chunk_outer:  # partial sums of the whole output map wait on chip for the last chunk
+        fp_dbl[:, mem[_OUT]] += float(last.elements(_OUT) * probs[-1].precision.psum)
+    else:
+        fp_dbl[:, mem[_OUT]] += tn * min(tile_k, kt_last) * probs[-1].precision.psum * gm.pair(rout, cout)
     # Per layer: weights, intermediate windows, reuse buffers, compute and array traffic.
     compute = np.zeros(n)
     executed = np.zeros(n)
@@ -123,7 +132,8 @@ def assemble(gm: GroupModel, *, tile_n: int, tile_k: int, overlap: Overlap, resi
     acc = np.zeros((n, 3))  # bytes the PE array reads/writes per operand memory role
     noc = np.zeros(n)
     for m, (layer, prob) in enumerate(zip(layers, probs, strict=True)):
-        wb, wbursts, wfp = weight_terms(gm, m, resident[m], chunk, tile_k, steps)
+        wb, wbursts, wfp = weight_terms(gm, m, resident[m], chunk, tile_k,
+                                        np.ones_like(steps) if chunk_outer else steps)
         read[:, _W] += wb
         bursts[:, _W] += wbursts
         fp_dbl[:, prob.memory_of_operand[_W]] += wfp
@@ -153,10 +163,11 @@ def assemble(gm: GroupModel, *, tile_n: int, tile_k: int, overlap: Overlap, resi
         w_step = steps * float(layer.elements(_W))
         out_elems = outs * layer.k_out * (-(-layer.dims[Dim.C] // c_chunk))
         psum = prob.precision.psum
-        acc[:, _IN] += in_step * prob.precision.input
+        acc[:, _IN] += in_step * prob.precision.input * (passes if m == 0 else 1)
         acc[:, _W] += w_step * prob.precision.weight
         acc[:, _OUT if m == nl - 1 else _IN] += 2 * out_elems * psum
-        noc += in_step * prob.precision.input + w_step * prob.precision.weight + out_elems * psum
+        noc += in_step * prob.precision.input * (passes if m == 0 else 1) + w_step * prob.precision.weight + \
+            out_elems * psum
     if direction is None:
         use_cols = reuse_cols < reuse_rows
     else:
@@ -207,5 +218,5 @@ def evaluate_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
     gm = GroupModel(group, arch, np.array([mapping.tile_p]), np.array([mapping.tile_q]))
     cost, _ = assemble(gm, tile_n=mapping.tile_n, tile_k=mapping.tile_k, overlap=mapping.overlap,
                        resident=mapping.resident, chunk=mapping.chunk, direction=mapping.direction,
-                       unroll=mapping.unroll)
+                       unroll=mapping.unroll, chunk_outer=mapping.chunk_outer)
     return cost

@@ -169,13 +169,16 @@ class SplitSearch:
 
 
 def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
-               progress: Progress | None = None) -> SearchResult:
+               progress: Progress | None = None, orders: np.ndarray | None = None) -> SearchResult:
     """Minimise ``objective`` over every core split, tile size, loop order and spatial unrolling.
 
     Splits are visited in order of a lower bound and skipped once the bound cannot beat the best
-    found; within a split, the reductions of ``search.space`` apply. Deterministic.
+    found; within a split, the reductions of ``search.space`` apply. Deterministic. ``orders``
+    ((m, 8) loop orders, outermost first) restricts the loop orders (a paper's fixed dataflows);
+    by default every reuse class (``space.class_orders``).
     """
-    return merge_split_searches(problem, [search_splits(problem, objective, chunk=chunk, progress=progress)])
+    return merge_split_searches(problem, [search_splits(problem, objective, chunk=chunk, progress=progress,
+                                                        orders=orders)])
 
 
 def merge_split_searches(problem: Problem, parts: list[SplitSearch]) -> SearchResult:
@@ -197,13 +200,14 @@ def merge_split_searches(problem: Problem, parts: list[SplitSearch]) -> SearchRe
 
 def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
                   progress: Progress | None = None, part: tuple[int, int] = (0, 1),
-                  shared: SharedBest | None = None) -> SplitSearch:
+                  shared: SharedBest | None = None, orders: np.ndarray | None = None) -> SplitSearch:
     """Search the splits of visit rank ``r`` with ``r % part[1] == part[0]`` (all of them by
     default). ``shared``: the best value other parts found so far; a split or a chunk is skipped
-    for it only when it cannot even tie (so the merged result does not depend on timing)."""
+    for it only when it cannot even tie (so the merged result does not depend on timing).
+    ``orders``: the loop orders searched (default: every reuse class)."""
     t0 = time.perf_counter()
     splits = split_options(problem)
-    orders = class_orders()
+    orders = class_orders() if orders is None else np.asarray(orders, dtype=np.int64)
     grids = [problem.core_grid(*s) for s in splits]
     bounds = np.array([split_lower_bound(problem, g, objective) for g in grids])
     visit = np.lexsort((np.arange(len(splits)), bounds))
