@@ -328,7 +328,7 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                                  ref.io_bound_bytes, ref.strategy, 0, ref.space_size, 0.0,
                                  cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
-                       {"batch": batch, "precision_bytes": precision_bytes or a.precision_bytes,
+                       {"batch": net.batch, "precision_bytes": precision_bytes or a.precision_bytes,
                         "dram_model": dram_model, **(options or {})})
 
 
@@ -393,17 +393,25 @@ def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Se
 
 def compare(network: str | Path | Network, arch: str | Path | Arch, strategies: Sequence[str], *,
             objective: str | Objective = "latency", batch: int = 1, budget: int = 20_000, seed: int = 0,
-            jobs: int | None = None, progress: Progress | None = None) -> Comparison:
+            jobs: int | None = None, progress: Progress | None = None, fuse: bool = False,
+            max_group: int = 4) -> Comparison:
     """Plan ``network`` once per strategy (same accelerator, objective, budget and seed) and rank them
-    per layer and in total (:class:`tileplan.compare.Comparison`)."""
+    per layer and in total (:class:`tileplan.compare.Comparison`). With ``fuse`` each strategy's plan
+    is :func:`plan_fused` (its unfused plan plus the fused groups chosen over it) and rows are blocks
+    of layers that every strategy covers with whole segments."""
     if not strategies:
         raise TileplanError("compare needs at least one strategy")
     for s in strategies:
         check_options(strategy=s, objective=objective, budget=budget, seed=seed, batch=batch)
     a = load_arch(arch)
     net = load_network(network, batch=batch)
+    names = list(dict.fromkeys(strategies))
+    if fuse:
+        return Comparison.from_fused_plans(tuple(
+            plan_fused(net, a, strategy=s, objective=objective, batch=batch, budget=budget, seed=seed, jobs=jobs,
+                       max_group=max_group, progress=progress) for s in names))
     plans = tuple(plan(net, a, strategy=s, objective=objective, batch=batch, budget=budget, seed=seed, jobs=jobs,
-                       progress=progress) for s in dict.fromkeys(strategies))
+                       progress=progress) for s in names)
     return Comparison.from_plans(plans)
 
 
