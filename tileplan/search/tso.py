@@ -37,7 +37,7 @@ from tileplan.mapping import Mapping
 from tileplan.search.exhaustive import to_mapping
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.result import SearchResult
-from tileplan.search.tso_bound import lower_bound
+from tileplan.search.tso_bound import lower_bound, slicing_bound
 from tileplan.workload.layer import OpKind
 
 
@@ -229,26 +229,32 @@ def tso(problem: Problem, objective: Objective, *, fix_partition: str | None = N
     slices = slicings(problem, parts)
     varying = np.zeros(NDIMS, dtype=bool)  # the tiles Alg. 3 chooses: T_M, T_N, T_R, T_C
     varying[[filter_dim(problem), Dim.C, Dim.P, Dim.Q]] = True
-    pools: list[tuple[Slicing, MappingBatch, np.ndarray, np.ndarray]] = []
-    space = 0.0
-    for sl in slices:
-        grid = problem.core_grid(sl.cluster_split, sl.core_split)
-        space += space_size(problem, sl, grid) * len(scheds)
-        for sched in scheds:
-            batch = candidates(problem, sl, sched, grid)
-            if len(batch):
-                bound = lower_bound(problem, objective, batch, grid, varying)
-                rank = np.argsort(bound, kind="stable")
-                pools.append((sl, batch, rank, bound[rank]))
+    # A slicing's candidates are built only when its scalar bound (below every candidate's bound) comes
+    # up in the visit order: slicings that cannot beat the best found are never built. Entries are
+    # (bound, pool index, chunk start; -1 = not built yet), so chunks are visited in the same order
+    # as if every pool had been built first, and the result is the same.
+    pools: dict[int, tuple[Slicing, MappingBatch, np.ndarray, np.ndarray]] = {}
+    grids = [problem.core_grid(sl.cluster_split, sl.core_split) for sl in slices]
+    space = float(sum(space_size(problem, sl, grid) for sl, grid in zip(slices, grids, strict=True))) * len(scheds)
+    heap = [(slicing_bound(problem, objective, grid), si * len(scheds) + k, -1)
+            for si, grid in enumerate(grids) for k in range(len(scheds))]
+    heapq.heapify(heap)
     best_key: tuple[float, ...] | None = None
     best = None
     evaluated = 0
-    heap = [(float(b[0]), i, 0) for i, (_, _, _, b) in enumerate(pools)]
-    heapq.heapify(heap)
     while heap:
         low, i, start = heapq.heappop(heap)
         if best_key is not None and low > best_key[0]:
             break
+        if start < 0:
+            si, k = divmod(i, len(scheds))
+            batch = candidates(problem, slices[si], scheds[k], grids[si])
+            if len(batch):
+                bound = lower_bound(problem, objective, batch, grids[si], varying)
+                rank = np.argsort(bound, kind="stable")
+                pools[i] = (slices[si], batch, rank, bound[rank])
+                heapq.heappush(heap, (float(bound[rank[0]]), i, 0))
+            continue
         sl, batch, rank, bound = pools[i]
         stop = min(start + chunk, len(batch))
         sub = batch.take(rank[start:stop])

@@ -156,3 +156,28 @@ def lower_bound(problem: Problem, objective: Objective, batch: MappingBatch,
     energy = problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
         dram * arch.dram.energy_pj_per_byte
     return np.asarray(objective.combine(latency, energy, dram), dtype=np.float64) * np.ones(n)
+
+
+def slicing_bound(problem: Problem, objective: Objective, grid: CoreGrid) -> float:
+    """A value below :func:`lower_bound` of every TSO candidate of the core split ``grid``: ideal
+    compute on the largest core, every multicast group moving its compulsory bytes once (a sweep's
+    tiles cover at least those, reload factors are at least 1) in full bursts. Lowered by a relative
+    1e-12 so that rounding never puts it above a candidate's bound."""
+    from tileplan.search.exhaustive import _compulsory_elems
+
+    arch = problem.arch
+    prec = problem.precision
+    dram = 0.0
+    for op in OPERANDS:
+        if problem.has_operand[op]:
+            for members in grid.groups[op]:
+                core = grid.cores[members[0]]
+                dram += _compulsory_elems(problem, core.offset, core.length, op) * prec.of(op)
+    pes = int(np.prod(problem.lanes)) * arch.pe_array.macs_per_pe_per_cycle
+    compute = max(int(np.prod(c.length)) * problem.op_factor for c in grid.shapes) / pes
+    dram_cycles = dram / arch.dram_bytes_per_cycle + dram / arch.dram.burst_bytes * arch.burst_latency_cycles
+    latency = max(compute, dram_cycles) if arch.overlap else compute + dram_cycles
+    energy = problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
+        dram * arch.dram.energy_pj_per_byte
+    value = float(np.asarray(objective.combine(np.array([latency]), np.array([energy]), np.array([dram])))[0])
+    return value - abs(value) * 1e-12
