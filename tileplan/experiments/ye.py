@@ -14,6 +14,7 @@ pools, so only the full total is a fair comparison, and the network planner mini
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -33,6 +34,7 @@ from tileplan.fusion.search import GroupResult
 from tileplan.fusion.verify import verify_fused
 from tileplan.fusion.ye import FUSED, FUSED_FAMILIES, classify, group_searcher, search_pair
 from tileplan.fusion.ye_formulas import PairShape, best_printed_f2l
+from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, NetworkPlan
 from tileplan.report import plots
 from tileplan.search import run as run_strategy
@@ -149,6 +151,11 @@ def network_point(label: str, zoo_name: str, batch: int, kb: int, *, jobs: int |
     return Point(label, kb, dram, chosen, time.perf_counter() - t0, tuple(pairs))
 
 
+def _point_task(task: tuple[str, str, int, int]) -> Point:
+    label, zoo_name, batch, kb = task
+    return network_point(label, zoo_name, batch, kb, jobs=1)
+
+
 def verify_chosen(point: Point, arch: Arch) -> list[dict[str, Any]]:
     """Run the program of the smallest pair the hybrid chose per Ye strategy (``tileplan verify``'s
     three witnesses: model, counted DRAM bytes and bursts, bit-exact output)."""
@@ -248,11 +255,14 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
                      + ", ".join(f"{kb} KB: {'yes' if w else 'no'}" for kb, w in zip(fig6_sizes, printed_wins,
                                                                                       strict=True)))
     # ---- Figs. 7, 9, 10, 11: whole networks
-    points: list[Point] = []
-    for label, zoo_name, batch in QUICK_NETWORKS if quick else NETWORKS:
-        for kb in sizes:
-            log(f"{label} at {kb} KB")
-            points.append(network_point(label, zoo_name, batch, kb, jobs=jobs))
+    tasks = [(label, zoo_name, batch, kb) for label, zoo_name, batch in (QUICK_NETWORKS if quick else NETWORKS)
+             for kb in sizes]
+    found: dict[int, Point] = {}
+    # One (network, size) point per worker process, each planned sequentially inside.
+    for i, point in run_parallel(_point_task, tasks, jobs=max(1, jobs or os.cpu_count() or 1)):
+        found[i] = point
+        log(f"{point.network} at {point.kb} K words: {point.seconds:.1f} s ({len(found)}/{len(tasks)})")
+    points = [found[i] for i in range(len(tasks))]
     rows = [{"network": p.network, "buffer_kb": p.kb, **p.dram, "hybrid_pairs": " ".join(
         f"{k}:{v}" for k, v in sorted(p.chosen.items())), "seconds": round(p.seconds, 2)} for p in points]
     res.table("networks", rows)
