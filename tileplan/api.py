@@ -32,7 +32,7 @@ from tileplan.mapping import Mapping
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
 from tileplan.report.correlation import Correlation
-from tileplan.search import STRATEGIES
+from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
 from tileplan.search import run as run_strategy
 from tileplan.search.exhaustive import SplitSearch, merge_split_searches, search_splits
 from tileplan.search.objective import DramModel, Objective
@@ -44,6 +44,9 @@ from tileplan.workload.layer import Layer, OpKind, Precision
 from tileplan.workload.network import Network
 
 __all__ = ["Mapping", "compare", "evaluate", "load_arch", "load_network", "plan", "plan_layer"]
+
+#: Strategies that plan fused groups (``plan --fuse`` only): their single layers use ``exhaustive``.
+FUSION_STRATEGIES: tuple[str, ...] = ("hwff",)
 
 #: Names of the objectives a search can minimise (``search.objective.Objective``).
 OBJECTIVES: tuple[str, ...] = tuple(o.value for o in Objective)
@@ -74,9 +77,13 @@ def check_options(*, strategy: str = "exhaustive", objective: str | Objective = 
         if not fuse:
             raise TileplanError(f"strategy {strategy!r} chooses fused pairs along the network: add --fuse (its "
                                 f"single-layer part alone is --strategy {FUSED_FAMILIES[strategy].single})")
-    elif strategy not in STRATEGIES:
-        raise TileplanError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)} (with --fuse "
-                            f"also {', '.join(FUSED_FAMILIES)})")
+    elif strategy in FUSION_STRATEGIES:
+        if not fuse:
+            raise TileplanError(f"strategy {strategy!r} plans fused groups: add --fuse")
+    elif strategy not in STRATEGIES and strategy not in LEVEL_STRATEGIES:
+        raise TileplanError(f"unknown strategy {strategy!r}; choose one of "
+                            f"{', '.join([*STRATEGIES, *LEVEL_STRATEGIES])} (with --fuse also "
+                            f"{', '.join([*FUSED_FAMILIES, *FUSION_STRATEGIES])})")
     if str(objective) not in OBJECTIVES:
         raise TileplanError(f"unknown objective {str(objective)!r}; choose one of {', '.join(OBJECTIVES)}")
     if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= MAX_BUDGET:
@@ -322,12 +329,17 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                                  ref.io_bound_bytes, ref.strategy, 0, ref.space_size, 0.0,
                                  cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
-                       {"batch": batch, "precision_bytes": precision_bytes or a.precision_bytes,
+                       {"batch": net.batch, "precision_bytes": precision_bytes or a.precision_bytes,
                         "dram_model": dram_model, **(options or {})})
 
 
-def strategy_options(*, fix_partition: str | None = None, fix_schedule: str | None = None) -> dict[str, Any]:
-    """Validated strategy options (TSO's fixed baselines); raises ``TileplanError`` on a bad name."""
+def strategy_options(*, fix_partition: str | None = None, fix_schedule: str | None = None,
+                     pruning: Sequence[str] = (), max_parallel: int | None = None,
+                     min_utilization: float | None = None) -> dict[str, Any]:
+    """Validated strategy options; raises ``TileplanError`` on a bad name. TSO's fixed baselines
+    (``fix_partition``, ``fix_schedule``); MARVEL's pruning switches (``marvel``, ``marvel-joint`` and
+    the dataflow baselines): ``pruning`` names the ones to switch off (:data:`MARVEL_PRUNING`),
+    ``max_parallel`` (dimensions that fan out) and ``min_utilization`` (PE fraction a step uses)."""
     from tileplan.search.tso import parse_partition, parse_schedule
 
     out: dict[str, Any] = {}
@@ -335,7 +347,32 @@ def strategy_options(*, fix_partition: str | None = None, fix_schedule: str | No
         out["fix_partition"] = parse_partition(fix_partition).value
     if fix_schedule:
         out["fix_schedule"] = parse_schedule(fix_schedule).value
+    for name in pruning:
+        if name not in MARVEL_PRUNING:
+            raise TileplanError(f"unknown pruning option {name!r}; choose from {', '.join(MARVEL_PRUNING)}")
+        key, value = MARVEL_PRUNING[name]
+        out[key] = value
+    if max_parallel is not None:
+        if max_parallel < 1:
+            raise TileplanError(f"--max-parallel must be at least 1, got {max_parallel}")
+        out["max_parallel"] = max_parallel
+    if min_utilization is not None:
+        if not 0.0 <= min_utilization <= 1.0:
+            raise TileplanError(f"--min-utilization must be between 0 and 1, got {min_utilization}")
+        out["min_utilization"] = min_utilization
     return out
+
+
+#: MARVEL's pruning options that ``--no-prune NAME`` switches off: name -> (strategy option, value).
+MARVEL_PRUNING: dict[str, tuple[str, Any]] = {
+    "divisors": ("divisors", False),  # on-chip tiles need not divide their parent's (prologues/epilogues)
+    "offchip-divisors": ("offchip_divisors", False),  # the same for the level-3 (DRAM) tiles
+    "unroll-rs": ("unroll_rs", False),  # R and S may take several on-chip steps
+    "symmetry": ("symmetry", False),  # keep orders that mirror P,R <-> Q,S on square tiles
+    "layouts": ("every_layout", True),  # every permutation of each tensor, not one per innermost dim
+    "utilization": ("min_utilization", 0.0),  # no minimum PE utilisation
+    "bound": ("bound", False),  # cost every candidate (no lower-bound pruning; same result)
+}
 
 
 def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, objective: str | Objective = "latency",
@@ -345,16 +382,20 @@ def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, object
     """Plan ``network`` with layer fusion: the unfused plan of every layer (:func:`plan`), then the
     fused groups of up to ``max_group`` layers that the dynamic programme of ``fusion.planner``
     chooses (never worse than the unfused plan under ``objective``)."""
-    from tileplan.fusion.planner import plan_fusion
+    from tileplan.fusion.planner import GroupSearch, plan_fusion
     from tileplan.fusion.ye import FUSED_FAMILIES, group_searcher
 
     if max_group < 2:
         raise TileplanError(f"max_group must be at least 2 (a group fuses two or more layers), got {max_group}")
     check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch, fuse=True)
     family = FUSED_FAMILIES.get(strategy)
-    searcher = None
+    searcher: GroupSearch | None = None
     if family is not None:  # a paper's fused family: its single-layer strategy, its pairs only
         strategy, max_group, searcher = family.single, family.max_group, group_searcher(family.fused)
+    elif strategy == "hwff":  # HW-Flow-Fusion: its restricted group search, single layers exhaustive
+        from tileplan.fusion.hwff import search_hwff
+
+        strategy, searcher = "exhaustive", search_hwff
     a = load_arch(arch)
     net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
     base = plan(net, a, strategy=strategy, objective=objective, batch=batch, precision_bytes=precision_bytes,
@@ -383,17 +424,25 @@ def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Se
 
 def compare(network: str | Path | Network, arch: str | Path | Arch, strategies: Sequence[str], *,
             objective: str | Objective = "latency", batch: int = 1, budget: int = 20_000, seed: int = 0,
-            jobs: int | None = None, progress: Progress | None = None) -> Comparison:
+            jobs: int | None = None, progress: Progress | None = None, fuse: bool = False,
+            max_group: int = 4, options: dict[str, Any] | None = None) -> Comparison:
     """Plan ``network`` once per strategy (same accelerator, objective, budget and seed) and rank them
-    per layer and in total (:class:`tileplan.compare.Comparison`)."""
+    per layer and in total (:class:`tileplan.compare.Comparison`). With ``fuse`` each strategy's plan
+    is :func:`plan_fused` (its unfused plan plus the fused groups chosen over it) and rows are blocks
+    of layers that every strategy covers with whole segments."""
     if not strategies:
         raise TileplanError("compare needs at least one strategy")
     for s in strategies:
         check_options(strategy=s, objective=objective, budget=budget, seed=seed, batch=batch)
     a = load_arch(arch)
     net = load_network(network, batch=batch)
+    names = list(dict.fromkeys(strategies))
+    if fuse:
+        return Comparison.from_fused_plans(tuple(
+            plan_fused(net, a, strategy=s, objective=objective, batch=batch, budget=budget, seed=seed, jobs=jobs,
+                       max_group=max_group, progress=progress) for s in names))
     plans = tuple(plan(net, a, strategy=s, objective=objective, batch=batch, budget=budget, seed=seed, jobs=jobs,
-                       progress=progress) for s in dict.fromkeys(strategies))
+                       progress=progress, options=options) for s in names)
     return Comparison.from_plans(plans)
 
 

@@ -19,7 +19,7 @@ from tileplan.search.bounds import min_dram_bytes
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.result import SearchResult
 from tileplan.search.shared import SharedBest
-from tileplan.search.space import class_orders, feasible_product, spatial_options, split_options, tile_groups
+from tileplan.search.space import TileGroup, class_orders, feasible_product, spatial_options, split_options, tile_groups
 
 Progress = Callable[[int, int], None]
 
@@ -218,6 +218,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     searched = 0
     space = 0.0
     n_orders = math.factorial(NDIMS)
+    group_cache: dict[tuple[object, ...], TileGroup] = {}
 
     def pruned(bound: float) -> bool:
         if best_key is not None and bound >= best_key[0]:
@@ -236,7 +237,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
                 split_tight_bound(problem, grid, objective, orders)):
             continue
         searched += 1
-        groups = tile_groups(problem, grid, uopts)
+        groups = tile_groups(problem, grid, uopts, group_cache)
         tiles = feasible_product(problem, groups)
         for start in range(0, len(tiles), chunk):
             t = tiles[start:start + chunk]
