@@ -74,6 +74,34 @@ class FusedCost:
     direction: np.ndarray  # 0 = rows, 1 = cols (the one with the smaller reuse buffer when not given)
 
 
+class Selection:
+    """The candidates one assembly covers: all of ``gm``'s (``index`` None) or the ascending subset
+    ``index`` of them (row-major over tile_p x tile_q), so that pruned candidates cost nothing. Values
+    on a subset are exactly the full ones taken at ``index``."""
+
+    def __init__(self, gm: GroupModel, index: np.ndarray | None = None) -> None:
+        self.gm = gm
+        self.index = None if index is None else np.asarray(index, dtype=np.int64)
+        if self.index is None:
+            self.n = gm.n
+            self.ip = self.iq = np.zeros(0, dtype=np.int64)
+        else:
+            self.n = len(self.index)
+            self.ip, self.iq = np.divmod(self.index, gm.shape[1])
+
+    def take(self, full: np.ndarray) -> np.ndarray:
+        """A per-candidate (n, ...) array of the whole model restricted to this selection."""
+        return full if self.index is None else full[self.index]
+
+    def pair(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Per-tile_p ``a`` times per-tile_q ``b`` on this selection (``GroupModel.pair``)."""
+        return self.gm.pair(a, b) if self.index is None else a[self.ip] * b[self.iq]
+
+    def steps(self, tile_n: int) -> np.ndarray:
+        """Tile steps of the shared N/P/Q loops (``GroupModel.steps``)."""
+        return -(-self.gm.layers[-1].n // tile_n) * self.take(self.gm.step_grid())
+
+
 class GroupModel:
     """A fused group compiled against an accelerator for candidate tile sizes ``tiles_p`` x ``tiles_q``
     of the last layer's output (default: every size). Candidates are the pairs, row-major."""
@@ -149,6 +177,29 @@ class GroupModel:
         npos_n = -(-self.layers[-1].n // tile_n)
         return npos_n * np.outer(self.rows.npos, self.cols.npos).reshape(-1)
 
+    # ----------------------------------------------------------------- cached per-candidate bases
+    # Everything below is a full (n,) array computed once per model and shared by every choice of
+    # the discrete parameters; ``assemble`` scales them by scalars on the candidates it covers.
+    def step_grid(self) -> np.ndarray:
+        """(n,) tile steps of the shared P/Q loops (times the N steps: :meth:`steps`)."""
+        return self.cached(("step_grid",), lambda: np.outer(self.rows.npos, self.cols.npos).reshape(-1))
+
+    def window_area(self, m: int) -> np.ndarray:
+        """(n,) rows x columns of layer ``m``'s largest input window (Eq. 4)."""
+        return self.cached(("window", m), lambda: self.pair(*self.max_in[m]))
+
+    def out_area(self) -> np.ndarray:
+        """(n,) rows x columns of the last layer's output tile."""
+        return self.cached(("out_area",), lambda: self.pair(*self.max_out))
+
+    def volume(self, kind: str, m: int) -> np.ndarray:
+        """(n,) sum over all tile steps of the row extent x column extent of layer ``m``'s ``kind``
+        intervals (``hist`` kinds): pixels per channel and image, summed over the steps."""
+        def make() -> np.ndarray:
+            hr, hq = self.hist(0, kind, m), self.hist(1, kind, m)
+            return self.sum2(hr, hq, self.ext(hr), self.ext(hq))
+        return self.cached(("volume", kind, m), make)
+
     def rows_geom(self, m: int) -> AxisGeom:
         return self.row_geoms[m]
 
@@ -182,8 +233,9 @@ class GroupModel:
             hr, hq = self.hist(0, kind, m), self.hist(1, kind, m)
             best = np.full(self.n, np.inf)
             choice = np.zeros(self.n, dtype=np.int64)
+            grids: dict[tuple[int, int], np.ndarray] = {}
             for k, u in enumerate(options):
-                cyc = self._cycles_one(m, hr, hq, tile_n, c_chunk, gk_tile, u)
+                cyc = self._cycles_one(m, hr, hq, tile_n, c_chunk, gk_tile, u, grids)
                 better = cyc < best
                 best = np.where(better, cyc, best)
                 choice = np.where(better, k, choice)
@@ -192,14 +244,21 @@ class GroupModel:
         return value[0], value[1].astype(np.int64)
 
     def _cycles_one(self, m: int, hr: np.ndarray, hq: np.ndarray, tile_n: int, c_chunk: int, gk_tile: tuple[int, int],
-                    u: np.ndarray) -> np.ndarray:
+                    u: np.ndarray, grids: dict[tuple[int, int], np.ndarray] | None = None) -> np.ndarray:
+        """(n,) compute cycles of layer ``m`` with unroll ``u``: per part of the N/G/K/C tiles, the
+        spatial steps of its extents times the P/Q steps summed over the tile positions. Unless a
+        flattened axis mixes P or Q with other dims, the P/Q sum (``grids``, shared by every unroll
+        with the same P and Q factors) is common to all parts and is multiplied once by their sum
+        (integer-valued floats: the same value as adding the parts one by one)."""
         prob, layer = self.problems[m], self.layers[m]
         d = layer.dims
         flat = prob.flattened_axes
         flat_dims = {x for dims, _ in flat for x in dims}
         e_p = np.arange(hr.shape[1], dtype=np.int64)
         e_q = np.arange(hq.shape[1], dtype=np.int64)
+        pq_flat = [(dims, lanes) for dims, lanes in flat if Dim.P in dims or Dim.Q in dims]
         total = np.zeros(self.n)
+        scal_sum = 0.0
         for (en, cn), (eg, cg), (ek, ck), (ec, cc) in product(
                 parts(d[Dim.N], tile_n), parts(d[Dim.G], gk_tile[0]), parts(d[Dim.K], gk_tile[1]),
                 parts(d[Dim.C], c_chunk)):
@@ -208,21 +267,26 @@ class GroupModel:
             for dim, e in ext.items():
                 if dim not in flat_dims:
                     scal *= int(_ceil(e, int(u[dim])))
-            f_p = _ceil(e_p, int(u[Dim.P])) if Dim.P not in flat_dims else np.ones_like(e_p)
-            f_q = _ceil(e_q, int(u[Dim.Q])) if Dim.Q not in flat_dims else np.ones_like(e_q)
-            pq_flat = [(dims, lanes) for dims, lanes in flat if Dim.P in dims or Dim.Q in dims]
-            if not pq_flat:
-                grid = self.sum2(hr, hq, f_p.astype(np.float64), f_q.astype(np.float64))
-            else:
-                matrix = np.outer(f_p, f_q)
-                for dims, lanes in pq_flat:
-                    x = int(np.prod([ext[a] for a in dims if a not in (Dim.P, Dim.Q)]))
-                    ep = e_p if Dim.P in dims else np.ones_like(e_p)
-                    eq = e_q if Dim.Q in dims else np.ones_like(e_q)
-                    matrix = matrix * _ceil(np.outer(ep, eq) * x, lanes)
-                grid = self.grid(hr, hq, matrix)
             for dims, lanes in flat:
                 if Dim.P not in dims and Dim.Q not in dims:
                     scal *= int(_ceil(int(np.prod([ext[a] for a in dims])), lanes))
-            total += scal * grid
+            if not pq_flat:
+                scal_sum += scal
+                continue
+            f_p = _ceil(e_p, int(u[Dim.P])) if Dim.P not in flat_dims else np.ones_like(e_p)
+            f_q = _ceil(e_q, int(u[Dim.Q])) if Dim.Q not in flat_dims else np.ones_like(e_q)
+            matrix = np.outer(f_p, f_q)
+            for dims, lanes in pq_flat:
+                x = int(np.prod([ext[a] for a in dims if a not in (Dim.P, Dim.Q)]))
+                ep = e_p if Dim.P in dims else np.ones_like(e_p)
+                eq = e_q if Dim.Q in dims else np.ones_like(e_q)
+                matrix = matrix * _ceil(np.outer(ep, eq) * x, lanes)
+            total += scal * self.grid(hr, hq, matrix)
+        if not pq_flat:
+            up, uq = int(u[Dim.P]), int(u[Dim.Q])  # P and Q are not on a flattened axis here
+            grids = {} if grids is None else grids
+            if (up, uq) not in grids:
+                grids[(up, uq)] = self.sum2(hr, hq, _ceil(e_p, up).astype(np.float64),
+                                            _ceil(e_q, uq).astype(np.float64))
+            total = scal_sum * grids[(up, uq)]
         return np.ceil(total * prob.op_factor / self.arch.pe_array.macs_per_pe_per_cycle)

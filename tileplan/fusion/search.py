@@ -19,15 +19,22 @@ import numpy as np
 
 from tileplan.arch.spec import Arch
 from tileplan.cost.batch import CostBatch
-from tileplan.fusion.assemble import assemble
-from tileplan.fusion.cost import GroupModel
+from tileplan.fusion.assemble import Choice, assemble, footprint, weight_footprint
+from tileplan.fusion.bounds import SLACK, candidate_bound, config_bound
+from tileplan.fusion.cost import GroupModel, Selection
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
 from tileplan.search.objective import Objective, best_index
 
 
 @dataclass(frozen=True)
 class GroupResult:
-    """The best fused mapping of a group and its costs (a batch of one)."""
+    """The best fused mapping of a group and its costs (a batch of one).
+
+    ``space_size`` is the number of fused mappings the search stands for (every tile pair, discrete
+    choice, direction and unroll); ``screened`` the (tile pair, discrete choice) candidates it looked
+    at, ``evaluated`` those it fully costed after the safe pruning (``search_group``); ``configs``
+    the discrete choices and ``configs_skipped`` those dismissed by their scalar bound alone.
+    """
 
     group: FusedGroup
     mapping: FusedMapping
@@ -37,6 +44,9 @@ class GroupResult:
     evaluated: int
     space_size: float
     seconds: float
+    screened: int = 0
+    configs: int = 0
+    configs_skipped: int = 0
 
 
 def _powers_below(n: int) -> list[int]:
@@ -80,12 +90,19 @@ def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Obj
                  residencies: list[tuple[bool, ...]] | None = None,
                  chunks: list[tuple[int, ...]] | None = None,
                  tile_ks: list[int] | None = None,
-                 gm: GroupModel | None = None) -> GroupResult | None:
+                 gm: GroupModel | None = None, prune: bool = True) -> GroupResult | None:
     """Best fused mapping of ``group`` (``None`` when no candidate fits on chip).
 
     ``overlaps``, ``residencies`` (per-layer resident flags), ``chunks`` (per-map chunk tuples) and
     ``tile_ks`` restrict the space, so a paper's strategy is this search on a subset (HW-Flow-Fusion:
     every weight resident; Ye et al.: chunked pairs); ``gm`` may restrict the tile sizes.
+
+    ``prune`` (default) drops, provably without changing the result, the candidates that do not fit
+    on chip (from the footprint alone, computed once for every residency), then every discrete
+    choice whose scalar bound (``bounds.config_bound``) exceeds the best value so far, then the
+    candidates whose bounds (``bounds.Bounds.beaten``) show they can neither beat nor tie the best
+    key; only the rest is fully costed. Choices are still visited in the same order and a
+    later one replaces the best only when strictly better, so the mapping found is the unpruned one.
     """
     start = time.perf_counter()
     obj = Objective(objective)
@@ -96,35 +113,57 @@ def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Obj
         residencies = [tuple(r) for r in product((True, False), repeat=nl)
                        if all(has or keep for has, keep in zip(has_w, r, strict=True))]
     best_key: tuple[float, ...] | None = None
-    best: tuple[int, FusedMapping, CostBatch, int, int] | None = None
-    evaluated = 0
-    configs = 0
+    best: tuple[FusedMapping, CostBatch, int, int] | None = None
+    evaluated = screened = configs = skipped = 0
+    mins: dict[tuple[object, ...], float] = {}
+    everything = Selection(gm)
     unroll_space = float(np.prod([len(gm.unroll_options(m)) for m in range(nl)]))
+    double = 2 if arch.double_buffering else 1
+    capacity = gm.problems[0].capacity_bytes.astype(np.float64)
     for tile_n in range(1, gm.layers[-1].n + 1):
         for overlap in overlaps:
             for chunk in chunk_options(group) if chunks is None else chunks:
                 for tile_k in [k for k in tile_k_options(group, chunk) if tile_ks is None or k in tile_ks]:
+                    room: np.ndarray | None = None  # on-chip bytes left for the weights, per candidate and memory
                     for resident in residencies:
-                        fc, picks = assemble(gm, tile_n=tile_n, tile_k=tile_k, overlap=overlap, resident=resident,
-                                             chunk=chunk)
-                        evaluated += gm.n
+                        choice = Choice(tile_n, tile_k, overlap, resident, chunk)
                         configs += 1
+                        screened += gm.n
+                        index: np.ndarray | None = None
+                        if prune:
+                            if room is None:  # the footprint without weights does not depend on ``resident``
+                                held, dbl, _, _ = footprint(gm, everything, choice, weights=False)
+                                room = capacity[None, :] - (held + double * dbl)
+                            index = np.flatnonzero(np.all(room >= double * weight_footprint(gm, choice), axis=1))
+                            if not len(index):
+                                continue
+                            if best_key is not None:
+                                if config_bound(gm, obj, mins, choice) > best_key[0] * (1 + SLACK):
+                                    skipped += 1
+                                    continue
+                                bounds = candidate_bound(gm, Selection(gm, index), obj, choice)
+                                index = index[~bounds.beaten(obj, best_key)]
+                                if not len(index):
+                                    continue
+                        fc, picks = assemble(gm, tile_n=tile_n, tile_k=tile_k, overlap=overlap, resident=resident,
+                                             chunk=chunk, index=index)
+                        evaluated += len(fc.executed_macs)
                         i = _best(obj, fc.cost)
                         if i < 0:
                             continue
                         key = tuple(float(k[i]) for k in [obj.key(fc.cost), *obj.tie_keys(fc.cost)])
                         if best_key is None or key < best_key:
-                            ip, iq = divmod(i, gm.shape[1])
+                            ip, iq = divmod(i if index is None else int(index[i]), gm.shape[1])
                             unroll = tuple(tuple(int(x) for x in gm.unroll_options(m)[picks[m][i]])
                                            for m in range(nl))
                             mapping = FusedMapping(tile_n, int(gm.rows.tiles[ip]), int(gm.cols.tiles[iq]), tile_k,
                                                    overlap, Direction.COLS if fc.direction[i] else Direction.ROWS,
                                                    resident, chunk, unroll)
                             best_key = key
-                            best = (i, mapping, fc.cost.take(i), int(fc.executed_macs[i]),
-                                    int(fc.reuse_bytes[i]))
+                            best = (mapping, fc.cost.take(i), int(fc.executed_macs[i]), int(fc.reuse_bytes[i]))
     if best is None:
         return None
-    _, mapping, cost, executed, reuse = best
+    mapping, cost, executed, reuse = best
     space = float(configs) * gm.n * 2 * unroll_space
-    return GroupResult(group, mapping, cost, executed, reuse, evaluated, space, time.perf_counter() - start)
+    return GroupResult(group, mapping, cost, executed, reuse, evaluated, space, time.perf_counter() - start,
+                       screened, configs, skipped)
