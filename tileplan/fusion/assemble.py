@@ -32,16 +32,27 @@ def weight_terms(gm: GroupModel, m: int, resident: bool, chunk: tuple[int, ...],
     producer of a chunked map, ``tile_k`` filters for a last layer with K chunks, the chunk's input
     channels of every filter for the consumer of a chunked map, else one filter at a time.
     """
+    n = len(steps)
+    if not gm.layers[m].has_weights:
+        zero = np.zeros(n)
+        return zero, zero, 0
+    size, pieces, piece_bytes = gm.memo(("weights", m, resident, chunk, tile_k),
+                                        lambda: _weight_scalars(gm, m, resident, chunk, tile_k))
+    if resident:
+        return np.full(n, size), np.full(n, pieces), piece_bytes
+    return steps * size, steps * pieces, piece_bytes
+
+
+def _weight_scalars(gm: GroupModel, m: int, resident: bool, chunk: tuple[int, ...], tile_k: int
+                    ) -> tuple[float, float, int]:
+    """Layer ``m``'s weights: bytes and bursts of one load (all of them, or every piece once when
+    streamed) and the on-chip bytes (all of them, or one piece)."""
     layer = gm.layers[m]
     b = gm.problems[m].precision.weight
     burst = gm.arch.dram.burst_bytes
     total = layer.elements(_W)
-    n = len(steps)
-    if not layer.has_weights:
-        zero = np.zeros(n)
-        return zero, zero, 0
     if resident:
-        return np.full(n, float(total * b)), np.full(n, float(_ceil(total * b, burst))), total * b
+        return float(total * b), float(_ceil(total * b, burst)), total * b
     kt, c, rs = layer.k_out, layer.dims[Dim.C], layer.r * layer.s
     if m > 0 and chunk[m - 1] < layer.c_in:
         pieces = sum(cnt * kt * int(_ceil(ce * rs * b, burst)) for ce, cnt in parts(c, chunk[m - 1]))
@@ -51,7 +62,7 @@ def weight_terms(gm: GroupModel, m: int, resident: bool, chunk: tuple[int, ...],
         f = out_step(gm.group, m, chunk, tile_k, streamed)
         pieces = sum(cnt * int(_ceil(fe * c * rs * b, burst)) for fe, cnt in parts(kt, f))
         piece_bytes = min(f, kt) * c * rs * b
-    return steps * float(total * b), steps * float(pieces), piece_bytes
+    return float(total * b), float(pieces), piece_bytes
 
 
 def reuse_buffers(gm: GroupModel, m: int, overlap: Overlap, tile_n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -148,10 +159,12 @@ def traffic(gm: GroupModel, sel: Selection, c: Choice) -> tuple[np.ndarray, np.n
 def weight_footprint(gm: GroupModel, c: Choice) -> np.ndarray:
     """(M,) on-chip bytes per memory of every layer's weights (all of them when resident, else the
     streamed piece), double-buffered when the arch is."""
-    out = np.zeros(len(gm.arch.memories))
-    for m, prob in enumerate(gm.problems):
-        out[prob.memory_of_operand[_W]] += weight_terms(gm, m, c.resident[m], c.chunk, c.tile_k, np.zeros(0))[2]
-    return out
+    def make() -> np.ndarray:
+        out = np.zeros(len(gm.arch.memories))
+        for m, prob in enumerate(gm.problems):
+            out[prob.memory_of_operand[_W]] += weight_terms(gm, m, c.resident[m], c.chunk, c.tile_k, np.zeros(0))[2]
+        return out
+    return gm.memo(("weight_footprint", c.resident, c.chunk, c.tile_k), make)
 
 
 def footprint(gm: GroupModel, sel: Selection, c: Choice, direction: Direction | None = None, *,

@@ -80,15 +80,14 @@ def candidate_bound(gm: GroupModel, sel: Selection, obj: Objective, choice: Choi
     return Bounds(np.asarray(_combine(obj, latency, energy, total), dtype=np.float64), latency, total)
 
 
-def _cycles(gm: GroupModel, m: int, overlap: Overlap, tile_n: int, c_chunk: int, gk_tile: tuple[int, int]
-            ) -> Callable[[], np.ndarray]:
-    return lambda: gm.compute_cycles(m, overlap, tile_n, c_chunk, gk_tile)[0]
+def _min_cycles(gm: GroupModel, m: int, overlap: Overlap, tile_n: int, c_chunk: int, gk_tile: tuple[int, int]
+                ) -> Callable[[], float]:
+    return lambda: gm.min_compute_cycles(m, overlap, tile_n, c_chunk, gk_tile)
 
 
-def config_bound(gm: GroupModel, obj: Objective, mins: dict[tuple[object, ...], float], choice: Choice) -> float:
+def config_bound(gm: GroupModel, obj: Objective, choice: Choice) -> float:
     """One lower bound of ``obj`` over every candidate of a discrete choice, from per-term minima
-    over the candidates (cached in ``mins`` across calls; the min of a sum is at least the sum of
-    the mins)."""
+    over the candidates (memoised in ``gm``; the min of a sum is at least the sum of the mins)."""
     arch = gm.arch
     layers, probs = gm.layers, gm.problems
     first, last = layers[0], layers[-1]
@@ -96,9 +95,7 @@ def config_bound(gm: GroupModel, obj: Objective, mins: dict[tuple[object, ...], 
                                                 choice.chunk)
 
     def low(key: tuple[object, ...], full: Callable[[], np.ndarray]) -> float:
-        if key not in mins:
-            mins[key] = float(np.min(full()))
-        return mins[key]
+        return gm.memo(("min", *key), lambda: float(np.min(full())))
 
     reuse = overlap is not Overlap.RECOMPUTE
     kind = "fetch" if reuse else "in"
@@ -114,8 +111,8 @@ def config_bound(gm: GroupModel, obj: Objective, mins: dict[tuple[object, ...], 
         cycles = 0.0
         for m in range(len(layers)):
             c_chunk, gk_tile = compute_args(gm, m, chunk, tile_k, resident)
-            cycles += low(("compute", m, overlap is Overlap.RECOMPUTE, tile_n, c_chunk, gk_tile),
-                          _cycles(gm, m, overlap, tile_n, c_chunk, gk_tile))
+            cycles += gm.memo(("min_compute", m, overlap is Overlap.RECOMPUTE, tile_n, c_chunk, gk_tile),
+                              _min_cycles(gm, m, overlap, tile_n, c_chunk, gk_tile))
         latency = max(cycles, dram_cycles) if arch.overlap else cycles + dram_cycles
     energy = 0.0
     if obj in (Objective.ENERGY, Objective.EDP):

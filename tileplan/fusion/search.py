@@ -115,7 +115,6 @@ def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Obj
     best_key: tuple[float, ...] | None = None
     best: tuple[FusedMapping, CostBatch, int, int] | None = None
     evaluated = screened = configs = skipped = 0
-    mins: dict[tuple[object, ...], float] = {}
     everything = Selection(gm)
     unroll_space = float(np.prod([len(gm.unroll_options(m)) for m in range(nl)]))
     double = 2 if arch.double_buffering else 1
@@ -138,7 +137,7 @@ def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Obj
                             if not len(index):
                                 continue
                             if best_key is not None:
-                                if config_bound(gm, obj, mins, choice) > best_key[0] * (1 + SLACK):
+                                if config_bound(gm, obj, choice) > best_key[0] * (1 + SLACK):
                                     skipped += 1
                                     continue
                                 bounds = candidate_bound(gm, Selection(gm, index), obj, choice)
