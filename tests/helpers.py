@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ from tileplan.arch.spec import Arch
 from tileplan.program import execute, reference_output
 from tileplan.program.ir import Program
 from tileplan.program.verify import random_operands
-from tileplan.workload.layer import Layer
+from tileplan.workload.layer import Layer, OpKind
 
 
 def toy_arch(*, burst: int = 16, sizes: tuple[int, int, int] = (1 << 20, 1 << 20, 1 << 20),
@@ -56,3 +57,22 @@ def check_program_binary(exe: Path, layer: Layer, program: Program, tmp: Path, s
     counted = execute(program, inputs, weight)
     numbers = [int(v) for v in re.findall(r"-?\d+", done.stdout)]
     assert numbers == [*counted.read_bytes, counted.write_bytes], done.stdout
+
+
+def shrink(layer: Layer) -> Layer:
+    """``layer`` at a size the executor runs in milliseconds: kind, kernel, stride, padding, dilation and
+    groups kept; channels capped at 48 (FC inputs at 64) and maps at 9 x 9."""
+    rows = max(layer.dilation[0] * (layer.r - 1) + 1 - layer.pad[0] - layer.pad[1], 1)
+    cols = max(layer.dilation[1] * (layer.s - 1) + 1 - layer.pad[2] - layer.pad[3], 1)
+    h = min(layer.h, max(rows + 2 * layer.stride[0], 9)) if layer.op is not OpKind.GLOBALPOOL else min(layer.h, 5)
+    w = min(layer.w, max(cols + 2 * layer.stride[1], 9)) if layer.op is not OpKind.GLOBALPOOL else min(layer.w, 5)
+    r, s = (h, w) if layer.op is OpKind.GLOBALPOOL else (layer.r, layer.s)
+    if layer.op.channelwise:
+        ch = min(layer.c_in, 48)
+        return replace(layer, c_in=ch, k_out=ch, groups=ch, h=h, w=w, r=r, s=s, inputs=())
+    g = layer.groups
+    c_in = g * min(layer.c_in // g, max(48 // g, 1))
+    k_out = g * min(layer.k_out // g, max(48 // g, 1))
+    if layer.op is OpKind.FC:
+        return replace(layer, c_in=min(layer.c_in, 64), k_out=min(layer.k_out, 48), inputs=())
+    return replace(layer, c_in=c_in, k_out=k_out, h=h, w=w, r=r, s=s, inputs=())

@@ -112,3 +112,18 @@ def test_marvel15_is_a_workload_and_marvel_runs_on_it() -> None:
     res = run("marvel", Problem(net.layers[3], load("edge")), Objective.LATENCY)
     assert res.cost.feasible[0] and len(res.mapping.levels) == 1
     assert res.mapping.tiles[Dim.P] == 5  # the off-chip choice is platform-independent (same L2, blocks)
+
+
+@pytest.mark.parametrize(("label", "objective"), [("L9", Objective.LATENCY), ("L4", Objective.ENERGY),
+                                                  ("L15", Objective.EDP)])
+def test_bound_pruning_is_safe(label: str, objective: Objective) -> None:
+    """The lower-bound pruning of the on-chip search costs fewer candidates and finds the same optimum."""
+    problem, off = _offchip(label)
+    opts = OnChipOptions()
+    pruned = onchip(problem, off.mapping, objective, opts)
+    full = onchip(problem, off.mapping, objective, opts, bound=False)
+    assert pruned is not None and full is not None
+    assert pruned.costed < full.costed == full.evaluated
+    for a, b in zip([objective.key(pruned.cost), *objective.tie_keys(pruned.cost)],
+                    [objective.key(full.cost), *objective.tie_keys(full.cost)], strict=True):
+        assert a[0] == pytest.approx(b[0], rel=1e-12)

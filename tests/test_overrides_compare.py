@@ -154,3 +154,25 @@ def test_compare_takes_every_registered_strategy() -> None:
         if row.strategy == "exhaustive":
             assert row.ratio == 1.0
     assert max(r.ratio for r in cmp.totals()) > 1.0  # the buffer is small enough to tell them apart
+
+
+def test_compare_fused_plans_rows_are_common_blocks() -> None:
+    """``compare --fuse``: each strategy's fused plan; rows are blocks every plan covers with whole segments,
+    so per strategy they add up to the plan's totals, and fused groups never straddle a block."""
+    cmp = api.compare("lenet5", "eyeriss", ["exhaustive", "random"], budget=300, jobs=1, fuse=True, max_group=3)
+    fused = {p.base.strategy: p for p in cmp.fused}
+    assert set(fused) == {"exhaustive", "random"} and any(p.groups for p in cmp.fused)
+    k = len(cmp.strategies)
+    blocks = [cmp.rows[i].layer for i in range(0, len(cmp.rows) - k, k)]
+    for s, p in fused.items():
+        rows = [r for r in cmp.rows if r.strategy == s and not r.is_total]
+        assert sum(r.latency_cycles for r in rows) == pytest.approx(p.latency_cycles)
+        assert sum(r.dram_bytes for r in rows) == pytest.approx(p.dram_bytes)
+        total = next(r for r in cmp.totals() if r.strategy == s)
+        assert total.dram_bytes == p.dram_bytes and total.energy_pj == pytest.approx(p.energy_pj)
+        for g in p.groups:  # a group lies inside one block
+            assert any(g.layers[0] in b.split("+") or b.startswith(g.layers[0] + "..") for b in blocks)
+    result = cli("compare", "lenet5", "--arch", "eyeriss", "--strategies", "exhaustive,random", "--budget", "300",
+                 "-j", "1", "--fuse", "--max-group", "3")
+    assert result.exit_code == 0, result.output
+    assert "exhaustive: fused groups" in result.output and "best in total:" in result.output

@@ -6,9 +6,8 @@ maps at 9 x 9 so the executor runs in seconds (`tileplan verify` checks full-siz
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
+from helpers import shrink
 
 from tileplan import api
 from tileplan.arch import load
@@ -16,23 +15,6 @@ from tileplan.cost.problem import Problem
 from tileplan.program import verify_layer
 from tileplan.search import Objective, random_search
 from tileplan.workload.layer import Layer, OpKind
-
-
-def shrink(layer: Layer) -> Layer:
-    rows = max(layer.dilation[0] * (layer.r - 1) + 1 - layer.pad[0] - layer.pad[1], 1)
-    cols = max(layer.dilation[1] * (layer.s - 1) + 1 - layer.pad[2] - layer.pad[3], 1)
-    h = min(layer.h, max(rows + 2 * layer.stride[0], 9)) if layer.op is not OpKind.GLOBALPOOL else min(layer.h, 5)
-    w = min(layer.w, max(cols + 2 * layer.stride[1], 9)) if layer.op is not OpKind.GLOBALPOOL else min(layer.w, 5)
-    r, s = (h, w) if layer.op is OpKind.GLOBALPOOL else (layer.r, layer.s)
-    if layer.op.channelwise:
-        ch = min(layer.c_in, 48)
-        return replace(layer, c_in=ch, k_out=ch, groups=ch, h=h, w=w, r=r, s=s, inputs=())
-    g = layer.groups
-    c_in = g * min(layer.c_in // g, max(48 // g, 1))
-    k_out = g * min(layer.k_out // g, max(48 // g, 1))
-    if layer.op is OpKind.FC:
-        return replace(layer, c_in=min(layer.c_in, 64), k_out=min(layer.k_out, 48), inputs=())
-    return replace(layer, c_in=c_in, k_out=k_out, h=h, w=w, r=r, s=s, inputs=())
 
 
 def distinct_layers() -> list[tuple[str, Layer]]:

@@ -31,6 +31,7 @@ SLOW = {
     "tileplan bench": "timings differ from run to run",
     "tileplan sweep": "plans 32 points and prints its wall time (tests/test_sweep.py checks sweeps)",
     "tileplan correlate": "reads a board's measurements (measured.csv) that the README does not ship",
+    "tileplan plan mobilenetv2": "plans MobileNetV2 with every fused pair (tests/test_ye_hybrid.py checks the hybrid)",
 }
 
 

@@ -46,3 +46,26 @@ def test_report_cli_errors_before_planning(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["report", "lenet5", "-o", str(tmp_path / "r.html"), "--set", "dram=3"])
     assert result.exit_code == 2 and result.output.startswith("error: --set dram=3")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_fused_report_lists_groups_with_their_savings(tmp_path: Path) -> None:
+    """``report --fuse``: a table row per fused group with its fused and unfused DRAM bytes; the summary's
+    DRAM card is the fused plan's total."""
+    from tileplan.cli import app
+
+    arch = api.load_arch("eyeriss")
+    network = api.load_network("lenet5")
+    fused = api.plan_fused(network, arch, jobs=1, max_group=3)
+    assert fused.groups
+    page = build_report(fused.base, arch, network, fused_plan=fused)
+    table = page.split('<table id="groups">', 1)[1].split("</table>", 1)[0]
+    assert table.count("<tr>") == len(fused.groups) + 1  # heading + one per group
+    for g in fused.groups:
+        assert g.name in table and f"{g.cost.dram_bytes / 1e3:,.1f}" in table and f"{g.saving:.1%}" in table
+    assert f"<b>{fused.dram_bytes / 1e6:,.3f} MB</b><span>DRAM traffic with fusion</span>" in page
+    assert len(re.findall(r"<tr data-layer=", page)) == len(fused.base.layers)
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(app, ["report", "lenet5", "--arch", "eyeriss", "--fuse", "--max-group", "3",
+                                      "-j", "1", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"{len(fused.groups)} fused groups" in result.output and '<table id="groups">' in out.read_text()

@@ -271,3 +271,33 @@ def test_tso_plans_execute_bit_exact_with_model_counts() -> None:
         assert lp.mapping is not None
         v = verify_layer(net[lp.name], NMP, lp.mapping)
         assert v.bit_exact and v.bytes_match and v.bursts_match, lp.name
+
+
+def test_tso_plans_of_all_six_networks_execute_bit_exact() -> None:
+    """The `tso` plans of every distinct conv/FC layer of the experiment's six networks (shrunk so the
+    executor runs in milliseconds: kernel, stride, padding, dilation and groups kept, channels <= 48, maps
+    <= 9 x 9): the generated programs compute the reference output and move the bytes and bursts the
+    model predicts. Full-size layers: `tileplan verify MODEL --arch nmp --strategy tso`."""
+    from helpers import shrink
+
+    from tileplan import api
+    from tileplan.experiments.tso import NETWORKS
+    from tileplan.program.verify import verify_layer
+    from tileplan.workload.layer import OpKind
+
+    macs = (OpKind.CONV, OpKind.GROUPED_CONV, OpKind.DEPTHWISE, OpKind.POINTWISE, OpKind.FC)
+    layers: dict[tuple[object, ...], tuple[str, Layer]] = {}
+    for paper_name, zoo_name in NETWORKS.items():
+        for layer in api.load_network(zoo_name).with_precision(Precision.uniform(2)):
+            if layer.op in macs:
+                small = shrink(layer)
+                layers.setdefault(small.signature(), (f"{paper_name}/{layer.name}", small))
+    assert {label.split("/")[0] for label, _ in layers.values()} == set(NETWORKS)
+    failures = []
+    for label, layer in layers.values():
+        result = run("tso", Problem(layer, NMP), Objective.LATENCY)
+        v = verify_layer(layer, NMP, result.mapping)
+        if not (v.bit_exact and v.bytes_match and v.bursts_match):
+            failures.append(f"{label}: {v.mismatches()}")
+    assert not failures, "\n".join(failures)
+    assert len(layers) >= 30

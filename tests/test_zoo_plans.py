@@ -21,3 +21,14 @@ def test_plan_every_zoo_network(name: str, arch: str) -> None:
             assert lp.cost.latency_cycles > 0
     assert plan.searched_layers <= len(net)
     assert plan.to_json()
+
+
+def test_plan_metadata_records_the_networks_batch() -> None:
+    """A network loaded with batch 2 and planned without repeating it records batch 2 (the CLI's path)."""
+    from tileplan import api
+
+    net = api.load_network("lenet5", batch=2)
+    plan = api.plan(net, "eyeriss", jobs=1)
+    assert net.batch == 2 and plan.meta["batch"] == 2
+    one = api.plan("lenet5", "eyeriss", jobs=1)
+    assert sum(lp.cost.macs for lp in plan.layers) == 2 * sum(lp.cost.macs for lp in one.layers)

@@ -58,7 +58,7 @@ MAX_BATCH = 1024
 
 
 def check_options(*, strategy: str = "exhaustive", objective: str | Objective = "latency", budget: int = 20_000,
-                  seed: int = 0, batch: int = 1) -> Objective:
+                  seed: int = 0, batch: int = 1, fuse: bool = False) -> Objective:
     """Validate search options before any work; return the objective. Raises ``TileplanError`` naming
     the option and its valid values.
 
@@ -68,8 +68,15 @@ def check_options(*, strategy: str = "exhaustive", objective: str | Objective = 
     Traceback (most recent call last):
     tileplan.errors.TileplanError: --budget must be between 1 and 2097152 candidates, got -5
     """
-    if strategy not in STRATEGIES:
-        raise TileplanError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    from tileplan.fusion.ye import FUSED_FAMILIES
+
+    if strategy in FUSED_FAMILIES:
+        if not fuse:
+            raise TileplanError(f"strategy {strategy!r} chooses fused pairs along the network: add --fuse (its "
+                                f"single-layer part alone is --strategy {FUSED_FAMILIES[strategy].single})")
+    elif strategy not in STRATEGIES:
+        raise TileplanError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)} (with --fuse "
+                            f"also {', '.join(FUSED_FAMILIES)})")
     if str(objective) not in OBJECTIVES:
         raise TileplanError(f"unknown objective {str(objective)!r}; choose one of {', '.join(OBJECTIVES)}")
     if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= MAX_BUDGET:
@@ -315,7 +322,7 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                                  ref.io_bound_bytes, ref.strategy, 0, ref.space_size, 0.0,
                                  cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
-                       {"batch": batch, "precision_bytes": precision_bytes or a.precision_bytes,
+                       {"batch": net.batch, "precision_bytes": precision_bytes or a.precision_bytes,
                         "dram_model": dram_model, **(options or {})})
 
 
@@ -339,15 +346,21 @@ def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, object
     fused groups of up to ``max_group`` layers that the dynamic programme of ``fusion.planner``
     chooses (never worse than the unfused plan under ``objective``)."""
     from tileplan.fusion.planner import plan_fusion
+    from tileplan.fusion.ye import FUSED_FAMILIES, group_searcher
 
     if max_group < 2:
         raise TileplanError(f"max_group must be at least 2 (a group fuses two or more layers), got {max_group}")
+    check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch, fuse=True)
+    family = FUSED_FAMILIES.get(strategy)
+    searcher = None
+    if family is not None:  # a paper's fused family: its single-layer strategy, its pairs only
+        strategy, max_group, searcher = family.single, family.max_group, group_searcher(family.fused)
     a = load_arch(arch)
     net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
     base = plan(net, a, strategy=strategy, objective=objective, batch=batch, precision_bytes=precision_bytes,
                 budget=budget, seed=seed, cache=cache, jobs=jobs, progress=progress)
     return plan_fusion(net, a, base, objective, max_group=max_group, every_start=every_start,
-                       jobs=jobs or os.cpu_count() or 1, progress=progress)
+                       jobs=jobs or os.cpu_count() or 1, progress=progress, searcher=searcher)
 
 
 def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Sequence[str], *,
@@ -370,17 +383,25 @@ def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Se
 
 def compare(network: str | Path | Network, arch: str | Path | Arch, strategies: Sequence[str], *,
             objective: str | Objective = "latency", batch: int = 1, budget: int = 20_000, seed: int = 0,
-            jobs: int | None = None, progress: Progress | None = None) -> Comparison:
+            jobs: int | None = None, progress: Progress | None = None, fuse: bool = False,
+            max_group: int = 4) -> Comparison:
     """Plan ``network`` once per strategy (same accelerator, objective, budget and seed) and rank them
-    per layer and in total (:class:`tileplan.compare.Comparison`)."""
+    per layer and in total (:class:`tileplan.compare.Comparison`). With ``fuse`` each strategy's plan
+    is :func:`plan_fused` (its unfused plan plus the fused groups chosen over it) and rows are blocks
+    of layers that every strategy covers with whole segments."""
     if not strategies:
         raise TileplanError("compare needs at least one strategy")
     for s in strategies:
         check_options(strategy=s, objective=objective, budget=budget, seed=seed, batch=batch)
     a = load_arch(arch)
     net = load_network(network, batch=batch)
+    names = list(dict.fromkeys(strategies))
+    if fuse:
+        return Comparison.from_fused_plans(tuple(
+            plan_fused(net, a, strategy=s, objective=objective, batch=batch, budget=budget, seed=seed, jobs=jobs,
+                       max_group=max_group, progress=progress) for s in names))
     plans = tuple(plan(net, a, strategy=s, objective=objective, batch=batch, budget=budget, seed=seed, jobs=jobs,
-                       progress=progress) for s in dict.fromkeys(strategies))
+                       progress=progress) for s in names)
     return Comparison.from_plans(plans)
 
 

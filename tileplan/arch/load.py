@@ -7,6 +7,7 @@ then validated by the pydantic schema; every problem is reported at once with it
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -148,15 +149,40 @@ def preset_path(name: str) -> Path:
     return Path(str(resources.files("tileplan.arch") / "presets" / f"{name}.yaml"))
 
 
+#: Preset families ``NAME-<KB>``: preset ``NAME`` with its one (unified) on-chip buffer resized to
+#: KB KiB, e.g. ``ye-64`` ... ``ye-1024`` (Ye et al.'s SRAM_c sweep).
+FAMILIES: tuple[str, ...] = ("ye",)
+_FAMILY = re.compile(r"^([a-z][a-z0-9]*)-([0-9]+)$")
+
+
+def load_family(name: str) -> Arch | None:
+    """``ye-256`` -> the ``ye`` preset with a 256 KiB unified buffer (``None``: not a family name)."""
+    match = _FAMILY.match(name)
+    if not match or match.group(1) not in FAMILIES:
+        return None
+    kib = int(match.group(2))
+    if not 1 <= kib <= 1 << 20:
+        raise ConfigError(f"accelerator {name!r}: the buffer size must be 1 to 1048576 KiB, got {kib}")
+    data = yaml.load(preset_path(match.group(1)).read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506
+    data["name"] = name
+    data["memories"][0]["size_bytes"] = kib * 1024
+    data["description"] = f"{data['description']} ({kib} KiB buffer)"
+    return from_dict(data, name)
+
+
 def load(spec: str | Path) -> Arch:
-    """An accelerator from a preset name, a YAML file or an e-PlaNNer JSON file."""
+    """An accelerator from a preset name, a preset family member (``ye-128``), a YAML file or an
+    e-PlaNNer JSON file."""
     text = str(spec)
     if text in preset_names():
         return load_yaml(preset_path(text))
+    family = load_family(text)
+    if family is not None:
+        return family
     path = Path(text)
     if path.suffix.lower() == ".json":
         return load_eplanner_json(path)
     if path.suffix.lower() in (".yaml", ".yml") or path.exists():
         return load_yaml(path)
-    raise ConfigError(f"unknown accelerator {text!r}: not a preset ({', '.join(preset_names())}) "
-                      f"nor an existing .yaml/.json file")
+    raise ConfigError(f"unknown accelerator {text!r}: not a preset ({', '.join(preset_names())}), "
+                      f"a family member ({', '.join(f + '-<KB>' for f in FAMILIES)}) nor an existing .yaml/.json file")

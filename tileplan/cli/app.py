@@ -35,7 +35,7 @@ _REPORTED: list[bool] = []  # "interrupted" printed (so that it is printed once)
 
 ARCH_HELP = "Preset name (see `tileplan arch list`), YAML file, or e-PlaNNer JSON file."
 MODEL_HELP = "Zoo network name (see `tileplan zoo list`) or an .onnx file."
-STRATEGY_HELP = "Search strategy: " + " | ".join(STRATEGIES) + "."
+STRATEGY_HELP = "Search strategy: " + " | ".join(STRATEGIES) + "; with --fuse also ye | superslash."
 OBJECTIVE_HELP = "What the search minimises: " + " | ".join(o.value for o in Objective) + "."
 SET_HELP = ("Change one field of the machine, PATH=VALUE (repeatable): dram.bandwidth_bytes_per_s=8e9, "
             "memories.input.size_bytes=16KiB, pe_array.axes.rows.size=8.")

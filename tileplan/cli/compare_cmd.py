@@ -25,6 +25,9 @@ def compare(
     jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
     json_path: Path | None = typer.Option(None, "--json", help="Write the comparison as JSON."),
     csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer and strategy."),
+    fuse: bool = typer.Option(False, "--fuse", help="Compare fused plans (`plan --fuse`); rows are then blocks of "
+                              "layers that every strategy covers with whole groups."),
+    max_group: int = typer.Option(4, "--max-group", min=2, help="Most layers in one fused group (with --fuse)."),
 ) -> None:
     """Plan MODEL with each strategy and print, per layer and in total, latency, DRAM bytes, bursts,
     energy and each strategy's objective relative to the best."""
@@ -41,10 +44,16 @@ def compare(
         network = api.load_network(model, batch=batch)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
+
+            def tick(done: int, total: int, label: str) -> None:
+                bar.update(task, completed=done, total=total, label=label)
+
             result = api.compare(network, machine, names, objective=objective, batch=batch, budget=budget, seed=seed,
-                                 jobs=jobs, progress=lambda d, t, lab: bar.update(task, completed=d, total=t,
-                                                                                   label=lab))
+                                 jobs=jobs, fuse=fuse, max_group=max_group, progress=tick)
         out.print(comparison_table(result, show_all=all_layers))
+        for fp in result.fused:
+            out.print(f"{fp.base.strategy}: fused groups " + (", ".join(g.name for g in fp.groups) or "none"),
+                      highlight=False)
         tot = {r.strategy: r for r in result.totals()}
         out.print(f"best in total: {result.best()}; " + ", ".join(
             f"{s} {tot[s].ratio:.3f}x" for s in result.strategies), highlight=False)

@@ -17,6 +17,9 @@ def experiment(
                                        help="Folder for the CSVs, plots and summary.md (default: results/NAME)."),
     quick: bool = typer.Option(False, "--quick", help="A reduced run (what the tests run)."),
     jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
+    paper_formulas: bool = typer.Option(False, "--paper-formulas",
+                                        help="Also the paper's printed formulas where they differ from the model "
+                                             "(ye: Eq. 1-9 beside the faithful counts)."),
 ) -> None:
     """Run a paper's experiments: our numbers next to the paper's, every difference over 10 % explained."""
     from tileplan import experiments
@@ -34,7 +37,7 @@ def experiment(
         folder = output if output is not None else Path("results") / name
         check_output_folder(folder)
         with err.status(f"experiment {name}", spinner="dots") as status:
-            result = experiments.run(name, quick=quick, jobs=jobs,
+            result = experiments.run(name, quick=quick, jobs=jobs, paper_formulas=paper_formulas,
                                      log=lambda msg: status.update(f"experiment {name}: {msg}"))
         paths = write_result(result, folder)
         unexplained = result.unexplained()

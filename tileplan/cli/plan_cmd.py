@@ -47,7 +47,7 @@ def plan(
     from tileplan.report.tables import plan_csv, plan_summary, plan_table
 
     def work() -> None:
-        api.check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch)
+        api.check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch, fuse=fuse)
         for target in (json_path, csv_path):  # fail before a long search, not after it
             if target is not None:
                 check_output_file(target)

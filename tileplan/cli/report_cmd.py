@@ -25,6 +25,9 @@ def report(
     skip_unsupported: bool = typer.Option(False, "--skip-unsupported",
                                           help="Pass unsupported ONNX operators through with a warning."),
     jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
+    fuse: bool = typer.Option(False, "--fuse", help="Also fuse chains of layers (`plan --fuse`) and report the "
+                              "groups with their DRAM saving."),
+    max_group: int = typer.Option(4, "--max-group", min=2, help="Most layers in one fused group (with --fuse)."),
 ) -> None:
     """Plan MODEL and write one self-contained HTML page: summary, machine, a sortable per-layer table,
     the figures, fusion groups, the gap to the lower bounds and warnings (no network access needed)."""
@@ -39,11 +42,23 @@ def report(
         network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
-            result = api.plan(network, machine, strategy=strategy, objective=objective, batch=batch, budget=budget,
-                              seed=seed, jobs=jobs,
-                              progress=lambda d, t, lab: bar.update(task, completed=d, total=t, label=lab))
-        write_text_atomic(output, build_report(result, machine, network, overrides=sets or ()))
-        out.print(f"wrote {output} ({len(result.layers)} layers, latency {result.latency_s * 1e3:.3f} ms, "
-                  f"DRAM {result.dram_bytes / 1e6:.3f} MB)", highlight=False)
+
+            def tick(done: int, total: int, label: str) -> None:
+                bar.update(task, completed=done, total=total, label=label)
+
+            if fuse:
+                fused = api.plan_fused(network, machine, strategy=strategy, objective=objective, batch=batch,
+                                       budget=budget, seed=seed, jobs=jobs, max_group=max_group, progress=tick)
+                result = fused.base
+            else:
+                fused = None
+                result = api.plan(network, machine, strategy=strategy, objective=objective, batch=batch,
+                                  budget=budget, seed=seed, jobs=jobs, progress=tick)
+        write_text_atomic(output, build_report(result, machine, network, overrides=sets or (), fused_plan=fused))
+        latency, dram = (fused.latency_cycles, fused.dram_bytes) if fused else (result.latency_cycles,
+                                                                                 result.dram_bytes)
+        groups = f", {len(fused.groups)} fused groups" if fused else ""
+        out.print(f"wrote {output} ({len(result.layers)} layers{groups}, latency "
+                  f"{latency / machine.clock_hz * 1e3:.3f} ms, DRAM {dram / 1e6:.3f} MB)", highlight=False)
 
     _guard(work)

@@ -66,13 +66,31 @@ def nest_stats(length: int, t0: int, t1: int, fanout: int) -> NestStats:
 STAT_FIELDS = NestStats.__slots__
 
 
+def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct rows, index of each row's distinct row) of a non-negative int (n, k) array: the rows
+    are packed into one int64 each (mixed radix) so the sort is one-dimensional (``np.unique`` with
+    ``axis=0`` sorts structured rows, far slower)."""
+    n, k = keys.shape
+    if n == 0:
+        return keys.reshape(0, k), np.zeros(0, dtype=np.int64)
+    radix = keys.max(axis=0).astype(np.int64) + 1
+    if float(np.prod(radix.astype(np.float64))) >= 2.0 ** 62:
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+        return uniq, inverse.reshape(-1)
+    code = np.zeros(n, dtype=np.int64)
+    for j in range(k):
+        code = code * radix[j] + keys[:, j]
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return keys[first], inverse.reshape(-1)
+
+
 def gather_stats(length: int, t0: np.ndarray, t1: np.ndarray, fanout: np.ndarray) -> dict[str, np.ndarray]:
     """:func:`nest_stats` of a batch (arrays of shape (n,)), computed once per distinct triple."""
     keys = np.stack([np.minimum(t0, length), np.minimum(np.minimum(t1, t0), length), fanout], axis=1)
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    uniq, inverse = unique_rows(keys)
     table = np.array([[getattr(nest_stats(length, int(a), int(b), int(c)), f) for f in STAT_FIELDS]
                       for a, b, c in uniq], dtype=np.int64).reshape(len(uniq), len(STAT_FIELDS))
-    rows = table[inverse.reshape(-1)]
+    rows = table[inverse]
     return {f: rows[:, i] for i, f in enumerate(STAT_FIELDS)}
 
 
@@ -97,9 +115,9 @@ def gather_halo(out_len: int, ker_len: int, start: int, size: int, stride: int, 
     o0 = np.minimum(o[0], out_len)
     k0 = np.minimum(k[0], ker_len)
     keys = np.stack([o0, np.minimum(o[1], o0), o[2], k0, np.minimum(k[1], k0), k[2]], axis=1)
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    uniq, inverse = unique_rows(keys)
     table = np.array([halo_leaf_sums((out_len, int(a), int(b), int(c)), (ker_len, int(d), int(e), int(f)),
                                      start, size, stride, dilation) for a, b, c, d, e, f in uniq],
                      dtype=np.int64).reshape(len(uniq), 2)
-    rows = table[inverse.reshape(-1)]
+    rows = table[inverse]
     return rows[:, 0], rows[:, 1]

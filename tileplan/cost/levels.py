@@ -102,15 +102,17 @@ def _irrelevant_factors(stats: list[dict[str, np.ndarray]], state: np.ndarray, o
     return recv, distinct
 
 
+def _positions(order: np.ndarray, offset: int) -> np.ndarray:
+    """Loop position of each dimension (``offset`` + index in ``order``), (8,) or (n, 8) like ``order``."""
+    return np.argsort(order, axis=-1) + offset
+
+
 def _states(order0: np.ndarray, order1: np.ndarray, trips0: np.ndarray, trips1: np.ndarray, op: Operand
             ) -> np.ndarray:
-    """(n, 8): how many of each dimension's two loops (DRAM, step) are at or outside ``q``."""
-    n = order0.shape[0]
-    rows = np.arange(n)[:, None]
-    pos0 = np.empty_like(order0)
-    pos1 = np.empty_like(order1)
-    pos0[rows, order0] = np.arange(NDIMS)
-    pos1[rows, order1] = NDIMS + np.arange(NDIMS)
+    """(n, 8): how many of each dimension's two loops (DRAM, step) are at or outside ``q``. The
+    orders are (8,) (shared by every candidate) or (n, 8)."""
+    pos0 = _positions(order0, 0)
+    pos1 = _positions(order1, NDIMS)
     rel = _RELEVANT[op][None, :]
     live0 = rel & (trips0 > 1)
     live1 = rel & (trips1 > 1)
@@ -128,6 +130,11 @@ class _CoreSweep:
     elems: list[np.ndarray]  # per operand: elements of one sweep of its pieces (input: every addend)
     footprint: np.ndarray  # (n, 3) bytes one child holds
     compute: np.ndarray
+
+    def take(self, index: np.ndarray) -> _CoreSweep:
+        return _CoreSweep([{k: v[index] for k, v in st.items()} for st in self.stats], self.trips0[index],
+                          self.trips1[index], [e[index] for e in self.elems], self.footprint[index],
+                          self.compute[index])
 
 
 def _core_sweep(problem: Problem, core: CoreSlice, tiles0: np.ndarray, tiles: np.ndarray, fanout: np.ndarray
@@ -162,11 +169,12 @@ def _core_sweep(problem: Problem, core: CoreSlice, tiles0: np.ndarray, tiles: np
                       np.stack([s["step_trips"] for s in stats], axis=1), elems_of, footprint, compute)
 
 
-def _core_order(problem: Problem, cs: _CoreSweep, order0: np.ndarray, order1: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-core on-chip counts of one core shape under the loop orders."""
+def _core_order(problem: Problem, cs: _CoreSweep, order0: np.ndarray | None, order1: np.ndarray | None
+                ) -> dict[str, np.ndarray]:
+    """Per-core on-chip counts of one core shape under the loop orders ((8,) or (n, 8) each). With
+    no orders (``None``), the least every order can give: each operand loaded once (every state 0;
+    the counts only grow with the states), a lower bound over all DRAM and step orders."""
     n = len(cs.compute)
-    order0 = np.broadcast_to(order0, (n, NDIMS))
-    order1 = np.broadcast_to(order1, (n, NDIMS))
     prec = problem.precision
     fills = np.zeros((n, 3), dtype=np.int64)
     reads = np.zeros((n, 3), dtype=np.int64)
@@ -174,7 +182,11 @@ def _core_order(problem: Problem, cs: _CoreSweep, order0: np.ndarray, order1: np
     for op in OPERANDS:
         if not problem.has_operand[op]:
             continue
-        recv, distinct = _irrelevant_factors(cs.stats, _states(order0, order1, cs.trips0, cs.trips1, op), op)
+        if order0 is None or order1 is None:
+            state = np.zeros((n, NDIMS), dtype=np.int64)
+        else:
+            state = _states(order0, order1, cs.trips0, cs.trips1, op)
+        recv, distinct = _irrelevant_factors(cs.stats, state, op)
         elems = cs.elems[op]
         if op is Operand.OUTPUT:
             writes = elems * distinct
@@ -199,6 +211,14 @@ class OnChipSweep:
     footprint: np.ndarray
     compute: np.ndarray
 
+    def __len__(self) -> int:
+        return len(self.feasible)
+
+    def take(self, index: np.ndarray) -> OnChipSweep:
+        """The candidates at ``index`` (repeats allowed)."""
+        return OnChipSweep(self.problem, self.counts, [c.take(index) for c in self.cores], self.children[index],
+                           self.feasible[index], self.footprint[index], self.compute[index])
+
 
 def onchip_sweep(problem: Problem, batch: MappingBatch, tiles: np.ndarray, fanout: np.ndarray) -> OnChipSweep:
     """Stage one: per core shape, the per-dimension sums, footprints and compute cycles."""
@@ -217,8 +237,9 @@ def onchip_sweep(problem: Problem, batch: MappingBatch, tiles: np.ndarray, fanou
                        np.max([c.compute for c in cores], axis=0))
 
 
-def onchip_finish(sw: OnChipSweep, order0: np.ndarray, order1: np.ndarray) -> LevelCosts:
-    """Stage two: the DRAM and step loop orders ((n, 8) or (8,)) give every count."""
+def onchip_finish(sw: OnChipSweep, order0: np.ndarray | None, order1: np.ndarray | None) -> LevelCosts:
+    """Stage two: the DRAM and step loop orders ((n, 8) or (8,)) give every count. With ``None``
+    orders: a lower bound of every count over all orders (see :func:`onchip_bound`)."""
     per = [_core_order(sw.problem, c, order0, order1) for c in sw.cores]
     total = {key: np.sum([int(k) * p[key] for p, k in zip(per, sw.counts, strict=True)], axis=0)
              for key in ("fills", "reads", "writes", "noc")}
@@ -227,6 +248,13 @@ def onchip_finish(sw: OnChipSweep, order0: np.ndarray, order1: np.ndarray) -> Le
     noc_cycles = noc_core / bw if bw is not None else np.zeros(len(sw.feasible))
     return LevelCosts(total["fills"], total["reads"], total["writes"], sw.footprint, total["noc"], noc_cycles,
                       sw.compute, sw.children, sw.feasible)
+
+
+def onchip_bound(sw: OnChipSweep) -> LevelCosts:
+    """A lower bound of every on-chip count (and so of NoC time and energy) over all DRAM and step
+    loop orders: each operand's pieces loaded once. Compute cycles and footprints are exact (they do
+    not depend on the orders). Used to prune candidates safely before costing their orders."""
+    return onchip_finish(sw, None, None)
 
 
 def onchip_costs(problem: Problem, batch: MappingBatch, lv: LevelBatch) -> LevelCosts:

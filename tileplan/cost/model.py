@@ -205,8 +205,11 @@ def reload_factors(order: np.ndarray, trips: np.ndarray, hoist: np.ndarray) -> n
     if n == 0:
         return out
     order = np.broadcast_to(np.asarray(order, dtype=np.int64), (n, NDIMS))
-    rows, inverse = np.unique(order, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    if (order == order[0]).all():  # one loop order (the common case): no row sort
+        rows, inverse = order[:1], np.zeros(n, dtype=np.int64)
+    else:
+        rows, inverse = np.unique(order, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
     for g, o in enumerate(rows):
         sel = np.nonzero(inverse == g)[0]
         K = _TripTables(np.ascontiguousarray(trips[sel].T.astype(np.int64))[None], kernel_rel())

@@ -125,9 +125,17 @@ class Problem:
         return np.array([m.size_bytes for m in self.arch.memories], dtype=np.int64)
 
     # ----------------------------------------------------------------- cores
+    @cached_property
+    def _grids(self) -> dict[tuple[tuple[int, ...], tuple[int, ...]], CoreGrid]:
+        return {}
+
     def core_grid(self, cluster_split: tuple[int, ...], core_split: tuple[int, ...]) -> CoreGrid:
-        """Slice the layer over clusters then cores (balanced parts; empty parts leave cores idle)."""
-        return _core_grid(self, tuple(cluster_split), tuple(core_split))
+        """Slice the layer over clusters then cores (balanced parts; empty parts leave cores idle).
+        Built once per split and problem."""
+        key = (tuple(int(x) for x in cluster_split), tuple(int(x) for x in core_split))
+        if key not in self._grids:
+            self._grids[key] = _core_grid(self, *key)
+        return self._grids[key]
 
     def input_window_start(self, axis: int, offset: int) -> int:
         """First input row (axis 0) or column (axis 1) read by output index ``offset`` (may be < 0)."""

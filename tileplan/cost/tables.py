@@ -64,14 +64,18 @@ def plain_bursts(length: int, tensor_size: int, tiles: np.ndarray, hoisted: np.n
 class HaloTable:
     """Input rows (or columns) for every (output tile, kernel tile, hoist flags) of one core slice.
 
-    Arrays are indexed ``[t_out - 1, t_k - 1, hoist_out, hoist_k]``.
+    Arrays are indexed ``[t_out - 1, t_k - 1, hoist_out, hoist_k]``. ``ext`` holds the clipped extent of
+    every (output tile position, kernel tile position) of every (t_out, t_k) with neither loop hoisted,
+    and ``cell`` the flat ``(t_out - 1) * kernel + t_k - 1`` each belongs to; a hoisted loop's entry is
+    its whole-length tile's (``t_out = out_len`` or ``t_k = kernel``).
     """
 
     npos: np.ndarray
     sum_ext: np.ndarray
     max_ext: np.ndarray
     nfull: np.ndarray
-    extents: tuple[tuple[tuple[tuple[np.ndarray, ...], ...], ...], ...]  # per (t_out, t_k, ho, hk): extents
+    ext: np.ndarray
+    cell: np.ndarray
     params: tuple[int, ...]
 
     def bursts(self, step_bytes: int, burst: int) -> tuple[np.ndarray, np.ndarray]:
@@ -82,21 +86,38 @@ class HaloTable:
 _BURST_CACHE: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
 
 
+def _hoisted(base: np.ndarray) -> np.ndarray:
+    """(out_len, kernel) -> (out_len, kernel, 2, 2): a hoisted loop takes its whole-length tile's value."""
+    out = np.empty((*base.shape, 2, 2), dtype=base.dtype)
+    out[:, :, 0, 0] = base
+    out[:, :, 1, 0] = base[-1:, :]
+    out[:, :, 0, 1] = base[:, -1:]
+    out[:, :, 1, 1] = base[-1, -1]
+    return out
+
+
 def _halo_bursts(table: HaloTable, step_bytes: int, burst: int) -> tuple[np.ndarray, np.ndarray]:
     key = (*table.params, step_bytes, burst)
     if key not in _BURST_CACHE:
-        size = table.params[2]
-        every = np.zeros(table.sum_ext.shape, dtype=np.int64)
-        partial = np.zeros(table.sum_ext.shape, dtype=np.int64)
-        for a, rows in enumerate(table.extents):
-            for b, per_ho in enumerate(rows):
-                for ho, per_hk in enumerate(per_ho):
-                    for hk, ext in enumerate(per_hk):
-                        per = -(-(ext * step_bytes) // burst)
-                        every[a, b, ho, hk] = int(per.sum())
-                        partial[a, b, ho, hk] = int(per[ext != size].sum())
-        _BURST_CACHE[key] = (every, partial)
+        out_len, _, size, _, _, kernel = table.params
+        per = -(-(table.ext * step_bytes) // burst)
+        cells = out_len * kernel
+        every = np.bincount(table.cell, weights=per, minlength=cells).astype(np.int64).reshape(out_len, kernel)
+        partial = np.bincount(table.cell, weights=np.where(table.ext != size, per, 0),
+                              minlength=cells).astype(np.int64).reshape(out_len, kernel)
+        _BURST_CACHE[key] = (_hoisted(every), _hoisted(partial))
     return _BURST_CACHE[key]
+
+
+def tile_positions(length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For every tile size t = 1..length and position i of a ``length``-long loop cut into t-long
+    tiles: (t - 1, i * t, the tile's actual length), flattened over (t, i)."""
+    t = np.arange(1, length + 1)
+    count = -(-length // t)
+    size = np.repeat(t, count)
+    pos = np.arange(len(size)) - np.repeat(np.cumsum(count) - count, count)
+    first = pos * size
+    return size - 1, first, np.minimum(size, length - first)
 
 
 @lru_cache(maxsize=512)
@@ -106,41 +127,24 @@ def halo_table(out_len: int, start: int, size: int, stride: int, dilation: int, 
 
     Position (i, j) of the output tile loop and kernel tile loop reads input indices
     ``start + i*t_out*stride + j*t_k*dilation`` onwards for ``(t_i - 1)*stride + (t_j - 1)*dilation + 1``,
-    clipped to ``[0, size)``.
+    clipped to ``[0, size)``. Every (t_out, t_k, i, j) is computed at once.
     """
-    shape = (out_len, kernel, 2, 2)
-    npos = np.zeros(shape, dtype=np.int64)
-    sum_ext = np.zeros(shape, dtype=np.int64)
-    max_ext = np.zeros(shape, dtype=np.int64)
-    nfull = np.zeros(shape, dtype=np.int64)
-    extents: list[list[list[list[np.ndarray]]]] = []
-    for t_out in range(1, out_len + 1):
-        row_a: list[list[list[np.ndarray]]] = []
-        for t_k in range(1, kernel + 1):
-            row_b: list[list[np.ndarray]] = []
-            for ho in (0, 1):
-                row_c: list[np.ndarray] = []
-                for hk in (0, 1):
-                    to = out_len if ho else t_out
-                    tk = kernel if hk else t_k
-                    i = np.arange(-(-out_len // to))
-                    j = np.arange(-(-kernel // tk))
-                    ti = np.minimum(to, out_len - i * to)
-                    tj = np.minimum(tk, kernel - j * tk)
-                    first = start + i[:, None] * to * stride + j[None, :] * tk * dilation
-                    length = (ti[:, None] - 1) * stride + (tj[None, :] - 1) * dilation + 1
-                    ext = np.maximum(0, np.minimum(first + length, size) - np.maximum(first, 0)).ravel()
-                    idx = (t_out - 1, t_k - 1, ho, hk)
-                    npos[idx] = ext.size
-                    sum_ext[idx] = int(ext.sum())
-                    max_ext[idx] = int(ext.max())
-                    nfull[idx] = int(np.count_nonzero(ext == size))
-                    row_c.append(ext.astype(np.int64))
-                row_b.append(row_c)
-            row_a.append(row_b)
-        extents.append(row_a)
-    frozen = tuple(tuple(tuple(tuple(c) for c in b) for b in a) for a in extents)
-    return HaloTable(npos, sum_ext, max_ext, nfull, frozen, (out_len, start, size, stride, dilation, kernel))
+    to_idx, o_first, o_len = tile_positions(out_len)
+    tk_idx, k_first, k_len = tile_positions(kernel)
+    first = start + o_first[:, None] * stride + k_first[None, :] * dilation
+    length = (o_len[:, None] - 1) * stride + (k_len[None, :] - 1) * dilation + 1
+    ext = np.maximum(0, np.minimum(first + length, size) - np.maximum(first, 0)).ravel().astype(np.int64)
+    cell = (to_idx[:, None] * kernel + tk_idx[None, :]).ravel()
+    cells = out_len * kernel
+
+    def per_cell(weights: np.ndarray | None) -> np.ndarray:
+        return np.bincount(cell, weights=weights, minlength=cells).astype(np.int64).reshape(out_len, kernel)
+
+    max_ext = np.zeros(cells, dtype=np.int64)
+    np.maximum.at(max_ext, cell, ext)
+    return HaloTable(_hoisted(per_cell(None)), _hoisted(per_cell(ext)), _hoisted(max_ext.reshape(out_len, kernel)),
+                     _hoisted(per_cell((ext == size).astype(np.float64))), ext, cell,
+                     (out_len, start, size, stride, dilation, kernel))
 
 
 def halo_stats(table: HaloTable, t_out: np.ndarray, t_k: np.ndarray, h_out: np.ndarray,

@@ -35,13 +35,23 @@ def describe() -> dict[str, str]:
     return {name: str(getattr(m, "TITLE", name)) for name, m in sorted(_modules().items())}
 
 
-def run(name: str, *, quick: bool = False, jobs: int | None = None, log: Log | None = None) -> ExperimentResult:
-    """Run experiment ``name`` (``quick``: the reduced version the tests run)."""
+def run(name: str, *, quick: bool = False, jobs: int | None = None, log: Log | None = None,
+        paper_formulas: bool = False) -> ExperimentResult:
+    """Run experiment ``name`` (``quick``: the reduced version the tests run; ``paper_formulas``:
+    also the paper's printed formulas where they differ from the model, for experiments that have
+    such formulas)."""
     modules = _modules()
     if name not in modules:
         known = ", ".join(sorted(modules)) or "none yet"
         raise TileplanError(f"unknown experiment {name!r}; choose one of: {known}")
-    result: ExperimentResult = modules[name].run(quick=quick, jobs=jobs, log=log or (lambda _msg: None))
+    fn = modules[name].run
+    extra = {}
+    if paper_formulas:
+        if "paper_formulas" not in fn.__code__.co_varnames[:fn.__code__.co_argcount + fn.__code__.co_kwonlyargcount]:
+            raise TileplanError(f"experiment {name!r} has no printed formulas that differ from the model "
+                                f"(--paper-formulas is for: ye)")
+        extra["paper_formulas"] = True
+    result: ExperimentResult = fn(quick=quick, jobs=jobs, log=log or (lambda _msg: None), **extra)
     return result
 
 

@@ -107,6 +107,11 @@ class Choice:
     overlap: Overlap
     resident: tuple[bool, ...]
     chunk: tuple[int, ...]
+    chunk_outer: bool = False  # the chunk loop outside the tile steps (``FusedMapping.chunk_outer``)
+
+    def passes(self, gm: GroupModel) -> int:
+        """How often the first layer's input is read: once per chunk with the chunk loop outermost."""
+        return -(-gm.layers[0].k_out // self.chunk[0]) if self.chunk_outer else 1
 
 
 def compute_args(gm: GroupModel, m: int, chunk: tuple[int, ...], tile_k: int,
@@ -137,8 +142,9 @@ def traffic(gm: GroupModel, sel: Selection, c: Choice) -> tuple[np.ndarray, np.n
     # First layer's input: the halo'd window every step, or only its new part with reuse buffers.
     b_in = probs[0].precision.input
     hr, hq = gm.hist(0, "fetch" if reuse else "in", 0), gm.hist(1, "fetch" if reuse else "in", 0)
-    read[:, _IN] = last.n * first.c_in * sel.take(gm.volume("fetch" if reuse else "in", 0)) * b_in
-    bursts[:, _IN] = sel.take(gm.cached(("in_bursts", reuse, tile_n), lambda: np.sum([
+    passes = c.passes(gm)  # input reads: once per chunk pass with the chunk loop outermost
+    read[:, _IN] = passes * last.n * first.c_in * sel.take(gm.volume("fetch" if reuse else "in", 0)) * b_in
+    bursts[:, _IN] = passes * sel.take(gm.cached(("in_bursts", reuse, tile_n), lambda: np.sum([
         cn * gm.grid(hr, hq, box_bursts((first.n, first.c_in, first.h, first.w), en, first.c_in, b_in, burst))
         for en, cn in nparts], axis=0)))
     # Last layer's output: every element written once, tile by tile (K chunks innermost).
@@ -149,6 +155,8 @@ def traffic(gm: GroupModel, sel: Selection, c: Choice) -> tuple[np.ndarray, np.n
         cn * ck * gm.grid(ho, hp, box_bursts((last.n, kt_last, last.p, last.q), en, ek, b_out, burst))
         for (en, cn), (ek, ck) in product(nparts, parts(kt_last, tile_k))], axis=0)))
     steps = sel.steps(tile_n)
+    if c.chunk_outer:  # every weight piece is loaded once and kept while the tile steps run
+        steps = np.ones_like(steps)
     for m in range(len(layers)):
         wb, wbursts, _ = weight_terms(gm, m, resident[m], chunk, tile_k, steps)
         read[:, _W] += wb
@@ -182,7 +190,10 @@ def footprint(gm: GroupModel, sel: Selection, c: Choice, direction: Direction | 
     held = np.zeros((n, len(arch.memories)))  # on-chip bytes held once
     dbl = np.zeros((n, len(arch.memories)))  # on-chip bytes double-buffered when the arch is
     dbl[:, mem[_IN]] += tn * first.c_in * probs[0].precision.input * sel.take(gm.window_area(0))
-    dbl[:, mem[_OUT]] += tn * min(tile_k, last.k_out) * probs[-1].precision.psum * sel.take(gm.out_area())
+    if c.chunk_outer:  # partial sums of the whole output map wait on chip for the last chunk
+        dbl[:, mem[_OUT]] += float(last.elements(_OUT) * probs[-1].precision.psum)
+    else:
+        dbl[:, mem[_OUT]] += tn * min(tile_k, last.k_out) * probs[-1].precision.psum * sel.take(gm.out_area())
     if weights:
         dbl += weight_footprint(gm, c)
     reuse_rows, reuse_cols = np.zeros(n), np.zeros(n)
@@ -238,18 +249,23 @@ def executed_macs(gm: GroupModel, overlap: Overlap) -> np.ndarray:
 
 def assemble(gm: GroupModel, *, tile_n: int, tile_k: int, overlap: Overlap, resident: tuple[bool, ...],
              chunk: tuple[int, ...], direction: Direction | None = None,
-             unroll: tuple[tuple[int, ...], ...] | None = None,
+             unroll: tuple[tuple[int, ...], ...] | None = None, chunk_outer: bool = False,
              index: np.ndarray | None = None) -> tuple[FusedCost, list[np.ndarray]]:
     """Costs of every (tile_p, tile_q) candidate of ``gm`` (or of the ascending subset ``index``)
     under the given discrete choices, and per layer the index of the unroll option used (into
-    ``gm.unroll_options``; -1 when given)."""
+    ``gm.unroll_options``; -1 when given).
+
+    ``chunk_outer`` (two-layer groups with a chunked map): the same reload rule with the chunk loop
+    outermost -- the first layer's input is read once per chunk, every weight piece once in all, and
+    the last layer's whole output map is held on chip as partial sums."""
     layers, probs = gm.layers, gm.problems
     nl = len(layers)
     last = layers[-1]
     sel = Selection(gm, index)
     n = sel.n
     reuse = overlap is not Overlap.RECOMPUTE
-    choice = Choice(tile_n, tile_k, Overlap(overlap), tuple(resident), tuple(chunk))
+    choice = Choice(tile_n, tile_k, Overlap(overlap), tuple(resident), tuple(chunk), chunk_outer)
+    passes = choice.passes(gm)
     read, write, bursts = traffic(gm, sel, choice)
     held, dbl, reuse_bytes, use_cols = footprint(gm, sel, choice, direction)
     feasible = fits(gm, held, dbl)
@@ -268,10 +284,11 @@ def assemble(gm: GroupModel, *, tile_n: int, tile_k: int, overlap: Overlap, resi
         w_step = steps * float(layer.elements(_W))
         out_elems = outs * layer.k_out * (-(-layer.dims[Dim.C] // c_chunk))
         psum = prob.precision.psum
-        acc[:, _IN] += in_step * prob.precision.input
+        acc[:, _IN] += in_step * prob.precision.input * (passes if m == 0 else 1)
         acc[:, _W] += w_step * prob.precision.weight
         acc[:, _OUT if m == nl - 1 else _IN] += 2 * out_elems * psum
-        noc += in_step * prob.precision.input + w_step * prob.precision.weight + out_elems * psum
+        noc += in_step * prob.precision.input * (passes if m == 0 else 1) + w_step * prob.precision.weight + \
+            out_elems * psum
     cost = _finish(gm, read, write, bursts, held + dbl, feasible, cycles, executed, acc, noc)
     return FusedCost(cost, executed, reuse_bytes, use_cols.astype(np.int64)), choices
 
@@ -312,5 +329,5 @@ def evaluate_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
     gm = GroupModel(group, arch, np.array([mapping.tile_p]), np.array([mapping.tile_q]))
     cost, _ = assemble(gm, tile_n=mapping.tile_n, tile_k=mapping.tile_k, overlap=mapping.overlap,
                        resident=mapping.resident, chunk=mapping.chunk, direction=mapping.direction,
-                       unroll=mapping.unroll)
+                       unroll=mapping.unroll, chunk_outer=mapping.chunk_outer)
     return cost

@@ -99,9 +99,11 @@ def config_bound(gm: GroupModel, obj: Objective, choice: Choice) -> float:
 
     reuse = overlap is not Overlap.RECOMPUTE
     kind = "fetch" if reuse else "in"
-    total = last.n * first.c_in * low(("volume", kind), lambda: gm.volume(kind, 0)) * probs[0].precision.input
+    total = choice.passes(gm) * last.n * first.c_in * low(("volume", kind), lambda: gm.volume(kind, 0)) * \
+        probs[0].precision.input
     total += float(last.elements(Operand.OUTPUT) * probs[-1].precision.output)
-    steps = low(("steps", tile_n), lambda: -(-last.n // tile_n) * gm.step_grid())
+    # Streamed weights are loaded every step, or once with the chunk loop outermost (as ``traffic``).
+    steps = 1.0 if choice.chunk_outer else low(("steps", tile_n), lambda: -(-last.n // tile_n) * gm.step_grid())
     for m in range(len(layers)):
         wb, _, _ = weight_terms(gm, m, resident[m], chunk, tile_k, np.array([steps]))
         total += float(wb[0])

@@ -20,7 +20,11 @@ A :class:`FusedMapping` says, for a group:
 * ``chunk``: per intermediate map, the channels produced at a time (Ye et al.'s channel-chunked
   fusion: the consumer accumulates partial sums over chunks); equal to the map's channels when the
   map is not chunked;
-* ``unroll``: per layer, the spatial unroll factor of every dimension (DIMS order).
+* ``unroll``: per layer, the spatial unroll factor of every dimension (DIMS order);
+* ``chunk_outer``: the chunk loop of a two-layer group's chunked map sits *outside* the N/P/Q tile
+  loops (Ye et al.'s wr2lv2, Fig. 4c): each chunk's weights are loaded once and kept while every
+  tile step runs, the first layer's input is read once per chunk, and the last layer's partial sums
+  of the whole output map stay on chip until the last chunk. Default ``False``: chunks inside a step.
 """
 
 from __future__ import annotations
@@ -151,6 +155,7 @@ class FusedMapping:
     resident: tuple[bool, ...]
     chunk: tuple[int, ...]
     unroll: tuple[tuple[int, ...], ...]
+    chunk_outer: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "overlap", Overlap(self.overlap))
@@ -184,6 +189,9 @@ class FusedMapping:
             raise MappingError("the last layer cannot chunk its output channels while its input is chunked")
         if self.tile_k < last.k_out and last.groups > 1:
             raise MappingError("tile_k below K needs an ungrouped last layer")
+        if self.chunk_outer and (n != 2 or self.chunk[0] >= group.layers[0].k_out or self.tile_k < last.k_out):
+            raise MappingError("chunk_outer needs a two-layer group whose intermediate map is chunked and a full "
+                               "tile_k")
 
     def out_step(self, group: FusedGroup, m: int) -> int:
         """Output channels layer ``m`` computes at a time (see :func:`out_step`)."""
@@ -192,7 +200,7 @@ class FusedMapping:
     def to_dict(self) -> dict[str, Any]:
         return {"tile_n": self.tile_n, "tile_p": self.tile_p, "tile_q": self.tile_q, "tile_k": self.tile_k,
                 "overlap": self.overlap.value, "direction": self.direction.value, "resident": list(self.resident),
-                "chunk": list(self.chunk), "unroll": [list(u) for u in self.unroll]}
+                "chunk": list(self.chunk), "unroll": [list(u) for u in self.unroll], "chunk_outer": self.chunk_outer}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FusedMapping:
@@ -200,7 +208,7 @@ class FusedMapping:
             return cls(int(data["tile_n"]), int(data["tile_p"]), int(data["tile_q"]), int(data["tile_k"]),
                        Overlap(data["overlap"]), Direction(data["direction"]),
                        tuple(bool(x) for x in data["resident"]), tuple(int(x) for x in data["chunk"]),
-                       tuple(tuple(int(v) for v in u) for u in data["unroll"]))
+                       tuple(tuple(int(v) for v in u) for u in data["unroll"]), bool(data.get("chunk_outer", False)))
         except (KeyError, TypeError, ValueError) as err:
             raise MappingError(f"malformed fused mapping: {err}") from None
 
@@ -212,10 +220,12 @@ class FusedMapping:
         return (f"tile P{self.tile_p} Q{self.tile_q}{tk}" + (f" N{self.tile_n}" if group.last.n > 1 else "")
                 + f", {self.overlap.value}" + (f" {self.direction.value}" if self.overlap is not Overlap.RECOMPUTE
                                                else "")
-                + f", weights {res}" + (f", chunks {' '.join(chunks)}" if chunks else ""))
+                + f", weights {res}" + (f", chunks {' '.join(chunks)}" if chunks else "")
+                + (" (chunk loop outermost)" if self.chunk_outer else ""))
 
     def __str__(self) -> str:
         res = "".join("R" if r else "S" for r in self.resident)
         chunks = ",".join(str(c) for c in self.chunk)
         return (f"tile N{self.tile_n} P{self.tile_p} Q{self.tile_q} K{self.tile_k}, {self.overlap.value}, "
-                f"{self.direction.value}, weights {res}" + (f", chunks {chunks}" if chunks else ""))
+                f"{self.direction.value}, weights {res}" + (f", chunks {chunks}" if chunks else "")
+                + (", chunk-outer" if self.chunk_outer else ""))

@@ -31,19 +31,23 @@ from tileplan.search.objective import Objective
 from tileplan.workload.network import Network
 
 Progress = Callable[[int, int, str], None]
+#: How one candidate group is searched (default ``search_group``: the whole fused space); a paper's
+#: fused strategies restrict it (``fusion.ye.group_searcher``).
+GroupSearch = Callable[[FusedGroup, Arch, Objective], "GroupResult | None"]
 
 
 def _vector(cost: LayerCost) -> np.ndarray:
     return np.array([cost.latency_cycles, cost.energy_pj, cost.dram_bytes])
 
 
-def _search(args: tuple[FusedGroup, Arch, Objective]) -> GroupResult | None:
-    return search_group(*args)
+def _search(args: tuple[FusedGroup, Arch, Objective, GroupSearch | None]) -> GroupResult | None:
+    group, arch, objective, searcher = args
+    return (searcher or search_group)(group, arch, objective)
 
 
 def candidate_groups(network: Network, arch: Arch, objective: Objective, *, max_group: int = 4,
-                     every_start: bool = True, jobs: int = 1, progress: Progress | None = None
-                     ) -> dict[tuple[int, int], tuple[GroupResult, str | None]]:
+                     every_start: bool = True, jobs: int = 1, progress: Progress | None = None,
+                     searcher: GroupSearch | None = None) -> dict[tuple[int, int], tuple[GroupResult, str | None]]:
     """Feasible groups as ``{(start, end): (result, cached_from)}`` (layers ``start..end-1``).
 
     Every legal chain of 2..``max_group`` layers is searched once per distinct signature (in
@@ -65,7 +69,7 @@ def candidate_groups(network: Network, arch: Arch, objective: Objective, *, max_
                 owner[key] = "+".join(x.name for x in chain)
                 todo.append(key)
     first = {key: seg for seg, key in reversed(list(chains.items()))}
-    args = [(FusedGroup(tuple(layers[first[key][0]:first[key][1]])), arch, objective) for key in todo]
+    args = [(FusedGroup(tuple(layers[first[key][0]:first[key][1]])), arch, objective, searcher) for key in todo]
     results: dict[tuple[object, ...], GroupResult | None] = {}
     for done, (i, res) in enumerate(run_parallel(_search, args, jobs=max(1, jobs)), start=1):
         results[todo[i]] = res
@@ -143,11 +147,12 @@ def choose_cut(objective: Objective, singles: list[np.ndarray], groups: dict[tup
 
 def plan_fusion(network: Network, arch: Arch, base: NetworkPlan, objective: Objective | str, *,
                 max_group: int = 4, every_start: bool = True, jobs: int = 1,
-                progress: Progress | None = None) -> FusionPlan:
-    """Fusion groups for ``network`` (already at the arch's precision) given its unfused ``base`` plan."""
+                progress: Progress | None = None, searcher: GroupSearch | None = None) -> FusionPlan:
+    """Fusion groups for ``network`` (already at the arch's precision) given its unfused ``base`` plan
+    (``searcher``: how a candidate group is searched, default the whole fused space)."""
     obj = Objective(objective)
     found = candidate_groups(network, arch, obj, max_group=max_group, every_start=every_start, jobs=jobs,
-                             progress=progress)
+                             progress=progress, searcher=searcher)
     singles = [_vector(lp.cost) for lp in base.layers]
     costs = {seg: LayerCost.from_batch(res.cost, 0, arch.dram_bytes_per_cycle) for seg, (res, _) in found.items()}
     cut = choose_cut(obj, singles, {seg: _vector(c) for seg, c in costs.items()})

@@ -41,8 +41,9 @@ class FusedProgramError(TileplanError):
 @dataclass(frozen=True, slots=True)
 class Instr:
     """One instruction: ``op`` is LOAD_INPUT, LOAD_WEIGHT, COMPUTE, STORE, DROP (a consumed chunk of
-    a layer's input map), KEEP (a box of a layer's input map a later step reads: at the next STEP
-    everything else of the maps is dropped) or STEP; ``layer`` the layer index; ``n``/``k``/``c``/
+    a layer's input map), FREE_WEIGHT (a layer's on-chip weights, after a chunk pass), KEEP (a box of
+    a layer's input map a later step reads: at the next STEP everything else of the maps is dropped)
+    or STEP; ``layer`` the layer index; ``n``/``k``/``c``/
     ``rows``/``cols`` the element ranges it covers (k: output channels of all groups, c: input
     channels of one group)."""
 
@@ -101,6 +102,9 @@ def generate_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
     steps = [(i, j) for i in range(int(rows.npos[0])) for j in range(int(cols.npos[0]))]
     if mapping.direction is Direction.COLS:
         steps = sorted(steps, key=lambda ij: (ij[1], ij[0]))
+    if mapping.chunk_outer:
+        out.extend(_chunk_outer(layers, mapping, rows, cols, steps))
+        return FusedProgram(group, arch, mapping, layers, tuple(out))
     for n in _parts(0, last.n, mapping.tile_n):
         for t, (i, j) in enumerate(steps):
             top_lo = (rows.new_in_lo(0), cols.new_in_lo(0)) if reuse else (rows.in_lo[0], cols.in_lo[0])
@@ -121,6 +125,40 @@ def generate_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
                         out.append(Instr("KEEP", m, n=n, rows=r_rng, cols=c_rng))
             out.append(Instr("STEP"))
     return FusedProgram(group, arch, mapping, layers, tuple(out))
+
+
+def _chunk_outer(layers: tuple[Layer, ...], mapping: FusedMapping, rows: AxisTiles, cols: AxisTiles,
+                 steps: list[tuple[int, int]]) -> list[Instr]:
+    """Ye et al.'s wr2lv2 order (Fig. 4c) for a two-layer group: per chunk of the intermediate map,
+    its weights of both layers once, then every tile step (input window, the chunk, the consumer's
+    accumulation into the whole-map partial sums); outputs stored during the last chunk."""
+    first, second = layers
+    out: list[Instr] = []
+    chunks = _parts(0, first.k_out, mapping.chunk[0])
+    for k in chunks:
+        out.append(Instr("LOAD_WEIGHT", 0, k=k, c=(0, first.dims[Dim.C])))
+        if second.has_weights:
+            out.append(Instr("LOAD_WEIGHT", 1, k=(0, second.k_out), c=k))
+        for n in _parts(0, second.n, mapping.tile_n):
+            for i, j in steps:
+                top_r = (int(rows.in_lo[0][0, i]), int(rows.in_hi[0][0, i]))
+                top_c = (int(cols.in_lo[0][0, j]), int(cols.in_hi[0][0, j]))
+                if top_r[1] > top_r[0] and top_c[1] > top_c[0]:
+                    out.append(Instr("LOAD_INPUT", 0, n=n, c=(0, first.c_in), rows=top_r, cols=top_c))
+                regs = [((int(rows.out_lo[m][0, i]), int(rows.out_hi[m][0, i])),
+                         (int(cols.out_lo[m][0, j]), int(cols.out_hi[m][0, j]))) for m in range(2)]
+                live = [r[1] > r[0] and c[1] > c[0] for r, c in regs]
+                if live[0]:
+                    out.append(Instr("COMPUTE", 0, n=n, k=k, c=(0, first.dims[Dim.C]), rows=regs[0][0],
+                                     cols=regs[0][1]))
+                if live[1]:
+                    out.append(Instr("COMPUTE", 1, n=n, k=(0, second.k_out), c=k, rows=regs[1][0], cols=regs[1][1]))
+                out.append(Instr("DROP", 1, n=n, c=k))
+                if k == chunks[-1] and live[1]:
+                    out.append(Instr("STORE", 1, n=n, k=(0, second.k_out), rows=regs[1][0], cols=regs[1][1]))
+                out.append(Instr("STEP"))
+        out.extend(Instr("FREE_WEIGHT", m) for m in range(2) if layers[m].has_weights)
+    return out
 
 
 def _ahead(rows: AxisTiles, cols: AxisTiles, m: int, later: list[tuple[int, int]]) -> list[tuple[Range, Range]]:
@@ -275,6 +313,10 @@ class _Machine:
             layer = self.layers[m]
             chans = _flat_channels(layer.groups, layer.dims[Dim.C], ins.c)
             self.have[m][n0:n1, chans] = False
+        elif ins.op == "FREE_WEIGHT":  # a chunk's weights, kept over the tile steps (chunk_outer)
+            w_have = self.w_have[m]
+            assert w_have is not None
+            w_have[:] = False
         elif ins.op == "KEEP":
             self.keep[m][n0:n1, :, slice(*ins.rows), slice(*ins.cols)] = True
         elif ins.op == "STEP":
@@ -341,7 +383,7 @@ class _Machine:
         sl = (slice(n0, n1), out_ch, slice(a, b), slice(e, f))
         target[sl] = res if first_chunk else target[sl] + res
         have[sl] = True
-        if w is not None and not self.p.mapping.resident[m]:
+        if w is not None and not self.p.mapping.resident[m] and not self.p.mapping.chunk_outer:
             w_have = self.w_have[m]
             assert w_have is not None
             w_have[:] = False  # a streamed piece is dropped once used

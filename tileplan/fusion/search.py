@@ -90,12 +90,16 @@ def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Obj
                  residencies: list[tuple[bool, ...]] | None = None,
                  chunks: list[tuple[int, ...]] | None = None,
                  tile_ks: list[int] | None = None,
-                 gm: GroupModel | None = None, prune: bool = True) -> GroupResult | None:
+                 gm: GroupModel | None = None, outers: tuple[bool, ...] = (False, True),
+                 prune: bool = True) -> GroupResult | None:
     """Best fused mapping of ``group`` (``None`` when no candidate fits on chip).
 
     ``overlaps``, ``residencies`` (per-layer resident flags), ``chunks`` (per-map chunk tuples) and
     ``tile_ks`` restrict the space, so a paper's strategy is this search on a subset (HW-Flow-Fusion:
-    every weight resident; Ye et al.: chunked pairs); ``gm`` may restrict the tile sizes.
+    every weight resident; Ye et al.: chunked pairs); ``gm`` may restrict the tile sizes; ``outers``
+    whether the chunk loop sits inside the tile steps (``False``) and/or outside (``True``, two-layer
+    groups with a chunked map only, with streamed weights: residency changes nothing there but
+    the footprint).
 
     ``prune`` (default) drops, provably without changing the result, the candidates that do not fit
     on chip (from the footprint alone, computed once for every residency), then every discrete
@@ -122,10 +126,15 @@ def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Obj
     for tile_n in range(1, gm.layers[-1].n + 1):
         for overlap in overlaps:
             for chunk in chunk_options(group) if chunks is None else chunks:
-                for tile_k in [k for k in tile_k_options(group, chunk) if tile_ks is None or k in tile_ks]:
+                for tile_k, outer in product([k for k in tile_k_options(group, chunk)
+                                              if tile_ks is None or k in tile_ks], outers):
+                    if outer and (nl != 2 or chunk[0] >= gm.layers[0].k_out or tile_k < gm.layers[-1].k_out):
+                        continue
                     room: np.ndarray | None = None  # on-chip bytes left for the weights, per candidate and memory
                     for resident in residencies:
-                        choice = Choice(tile_n, tile_k, overlap, resident, chunk)
+                        if outer and any(r and has for r, has in zip(resident, has_w, strict=True)):
+                            continue
+                        choice = Choice(tile_n, tile_k, overlap, resident, chunk, outer)
                         configs += 1
                         screened += gm.n
                         index: np.ndarray | None = None
@@ -145,7 +154,7 @@ def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Obj
                                 if not len(index):
                                     continue
                         fc, picks = assemble(gm, tile_n=tile_n, tile_k=tile_k, overlap=overlap, resident=resident,
-                                             chunk=chunk, index=index)
+                                             chunk=chunk, chunk_outer=outer, index=index)
                         evaluated += len(fc.executed_macs)
                         i = _best(obj, fc.cost)
                         if i < 0:
@@ -157,7 +166,7 @@ def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Obj
                                            for m in range(nl))
                             mapping = FusedMapping(tile_n, int(gm.rows.tiles[ip]), int(gm.cols.tiles[iq]), tile_k,
                                                    overlap, Direction.COLS if fc.direction[i] else Direction.ROWS,
-                                                   resident, chunk, unroll)
+                                                   resident, chunk, unroll, outer)
                             best_key = key
                             best = (mapping, fc.cost.take(i), int(fc.executed_macs[i]), int(fc.reuse_bytes[i]))
     if best is None:

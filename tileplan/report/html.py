@@ -11,6 +11,7 @@ import html
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tileplan.arch.spec import Arch
 from tileplan.plan import LayerPlan, NetworkPlan
@@ -18,6 +19,9 @@ from tileplan.report import plots
 from tileplan.report.plan_plots import plan_figures
 from tileplan.report.tables import arch_facts, order_str, split_str, tiles_str
 from tileplan.workload.network import Network
+
+if TYPE_CHECKING:
+    from tileplan.fusion.plan import FusionPlan
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1400px;padding:0 1.2em 3em;color:#1d2430}
@@ -160,11 +164,38 @@ def _section(title: str, body: str, ident: str) -> str:
     return f'<section id="{ident}"><h2>{html.escape(title)}</h2>{body}</section>'
 
 
+def fusion_section(fused: FusionPlan) -> str:
+    """The fused groups of a ``plan --fuse`` result: one table row per group with its overlap handling,
+    tile, DRAM bytes fused and unfused, saving, latency and reuse-buffer bytes; then the totals."""
+    e = html.escape
+    base = fused.base
+    if not fused.groups:
+        return ("<p>Fusion was searched but no group beats its layers planned one by one under the "
+                f"{e(base.objective)} objective, so every layer reads its inputs from DRAM.</p>")
+    head = "".join(f"<th>{e(h)}</th>" for h in ("group", "overlaps", "tile N x P x Q x K", "DRAM KB fused",
+                                                 "DRAM KB unfused", "saving", "cycles fused", "cycles unfused",
+                                                 "reuse KB"))
+    rows = "".join(
+        "<tr>" + f'<td class="t">{e(g.name)}</td><td class="t">{e(g.mapping.overlap.value)}</td>'
+        + f'<td class="t">{g.mapping.tile_n} x {g.mapping.tile_p} x {g.mapping.tile_q} x {g.mapping.tile_k}</td>'
+        + "".join(f"<td>{v}</td>" for v in (f"{g.cost.dram_bytes / 1e3:,.1f}", f"{g.unfused.dram_bytes / 1e3:,.1f}",
+                                           f"{g.saving:.1%}", f"{g.cost.latency_cycles:,.0f}",
+                                           f"{g.unfused.latency_cycles:,.0f}", f"{g.reuse_bytes / 1e3:,.1f}"))
+        + "</tr>" for g in fused.groups)
+    saving = 1 - fused.dram_bytes / base.dram_bytes if base.dram_bytes else 0.0
+    total = (f"<p>With fusion: latency {fused.latency_cycles:,.0f} cycles, DRAM {fused.dram_bytes / 1e6:,.3f} MB, "
+             f"energy {fused.energy_pj / 1e6:,.2f} uJ. Unfused: latency {base.latency_cycles:,.0f} cycles, DRAM "
+             f"{base.dram_bytes / 1e6:,.3f} MB, energy {base.energy_pj / 1e6:,.2f} uJ (DRAM saving {saving:.1%}). "
+             "The per-layer table above is the unfused plan.</p>")
+    return f'<table id="groups"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{total}'
+
+
 def render_report(plan: NetworkPlan, arch: Arch, network: Network, *, figures: Mapping[str, str],
                   groups: Sequence[Sequence[str]] = (), warnings: Sequence[str] = (),
-                  overrides: Sequence[str] = ()) -> str:
+                  overrides: Sequence[str] = (), fused_plan: FusionPlan | None = None) -> str:
     """The page as one string. ``figures`` maps a name to an SVG document; ``warnings`` come on top of
-    :func:`plan_warnings`; ``overrides`` are the ``--set`` items the machine was changed by."""
+    :func:`plan_warnings`; ``overrides`` are the ``--set`` items the machine was changed by;
+    ``fused_plan`` (``report --fuse``) adds the fused totals to the summary and a table of its groups."""
     e = html.escape
     comp = sum(lp.compulsory_bytes for lp in plan.layers)
     io = sum(lp.io_bound_bytes for lp in plan.layers)
@@ -173,6 +204,11 @@ def render_report(plan: NetworkPlan, arch: Arch, network: Network, *, figures: M
              (f"{plan.energy_pj / 1e6:,.2f} uJ", "energy"),
              (f"{plan.searched_layers} / {len(plan.layers)}", "layers searched / all"),
              (f"{plan.dram_bytes / io:.2f}x" if io else "-", "DRAM over the lower bound")]
+    if fused_plan is not None:
+        cards[:2] = [(f"{fused_plan.latency_cycles / plan.clock_hz * 1e3:,.3f} ms",
+                      f"{fused_plan.latency_cycles:,.0f} cycles with fusion"),
+                     (f"{fused_plan.dram_bytes / 1e6:,.3f} MB", "DRAM traffic with fusion"),
+                     (f"{plan.dram_bytes / 1e6:,.3f} MB", "DRAM traffic unfused")]
     summary = '<div class="cards">' + "".join(f"<div class=\"card\"><b>{e(a)}</b><span>{e(b)}</span></div>"
                                               for a, b in cards) + "</div>"
     machine = "".join(f'<tr><td class="t">{e(k)}</td><td class="t">{e(v)}</td></tr>' for k, v in arch_facts(arch))
@@ -180,7 +216,9 @@ def render_report(plan: NetworkPlan, arch: Arch, network: Network, *, figures: M
         machine += f'<tr><td class="t">changed by --set</td><td class="t">{e(", ".join(overrides))}</td></tr>'
     figs = "".join(f"<figure>{inline_svg(svg, f'fig-{name}')}</figure>" for name, svg in figures.items())
     fused = [g for g in groups if len(g) > 1]
-    if fused:
+    if fused_plan is not None:
+        fusion = fusion_section(fused_plan)
+    elif fused:
         fusion = "<ol>" + "".join(f"<li>{e(' + '.join(g))}</li>" for g in fused) + "</ol>"
     else:
         fusion = ("<p>No layers are fused: every layer reads its inputs from DRAM and writes its output back "
@@ -217,8 +255,13 @@ def render_report(plan: NetworkPlan, arch: Arch, network: Network, *, figures: M
 
 
 def build_report(plan: NetworkPlan, arch: Arch, network: Network, *, groups: Sequence[Sequence[str]] = (),
-                 warnings: Sequence[str] = (), overrides: Sequence[str] = ()) -> str:
-    """Draw the plan's figures (:mod:`tileplan.report.plan_plots`) and render the page."""
+                 warnings: Sequence[str] = (), overrides: Sequence[str] = (),
+                 fused_plan: FusionPlan | None = None) -> str:
+    """Draw the plan's figures (:mod:`tileplan.report.plan_plots`) and render the page. With
+    ``fused_plan`` the plan is its unfused base and the groups are drawn over the layer graph."""
+    if fused_plan is not None:
+        plan = fused_plan.base
+        groups = [g.layers for g in fused_plan.groups]
     figures = {name: plots.svg_text(fig) for name, fig in plan_figures(plan, arch, network, groups).items()}
     return render_report(plan, arch, network, figures=figures, groups=groups, warnings=warnings,
-                         overrides=overrides)
+                         overrides=overrides, fused_plan=fused_plan)

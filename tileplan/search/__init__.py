@@ -17,6 +17,7 @@ from tileplan.search.objective import DramModel, Objective, best_index, recost, 
 from tileplan.search.random_search import random_search
 from tileplan.search.result import SearchResult
 from tileplan.search.tso import tso
+from tileplan.search.ye import ir, pr, smartshuttle, wr
 
 Strategy = Callable[..., SearchResult]
 
@@ -39,6 +40,10 @@ STRATEGIES: dict[str, Strategy] = {
     "zhang": zhang,
     "ma": ma,
     "smartshuttle-rules": smartshuttle_rules,
+    "ir": ir,
+    "wr": wr,
+    "pr": pr,
+    "smartshuttle": smartshuttle,
 }
 
 #: Strategies over multi-level mappings (an on-chip level below the DRAM tiles, ``cost.levels``).

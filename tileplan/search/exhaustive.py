@@ -19,7 +19,7 @@ from tileplan.search.bounds import min_dram_bytes
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.result import SearchResult
 from tileplan.search.shared import SharedBest
-from tileplan.search.space import class_orders, feasible_product, spatial_options, split_options, tile_groups
+from tileplan.search.space import TileGroup, class_orders, feasible_product, spatial_options, split_options, tile_groups
 
 Progress = Callable[[int, int], None]
 
@@ -169,13 +169,16 @@ class SplitSearch:
 
 
 def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
-               progress: Progress | None = None) -> SearchResult:
+               progress: Progress | None = None, orders: np.ndarray | None = None) -> SearchResult:
     """Minimise ``objective`` over every core split, tile size, loop order and spatial unrolling.
 
     Splits are visited in order of a lower bound and skipped once the bound cannot beat the best
-    found; within a split, the reductions of ``search.space`` apply. Deterministic.
+    found; within a split, the reductions of ``search.space`` apply. Deterministic. ``orders``
+    ((m, 8) loop orders, outermost first) restricts the loop orders (a paper's fixed dataflows);
+    by default every reuse class (``space.class_orders``).
     """
-    return merge_split_searches(problem, [search_splits(problem, objective, chunk=chunk, progress=progress)])
+    return merge_split_searches(problem, [search_splits(problem, objective, chunk=chunk, progress=progress,
+                                                        orders=orders)])
 
 
 def merge_split_searches(problem: Problem, parts: list[SplitSearch]) -> SearchResult:
@@ -197,13 +200,14 @@ def merge_split_searches(problem: Problem, parts: list[SplitSearch]) -> SearchRe
 
 def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
                   progress: Progress | None = None, part: tuple[int, int] = (0, 1),
-                  shared: SharedBest | None = None) -> SplitSearch:
+                  shared: SharedBest | None = None, orders: np.ndarray | None = None) -> SplitSearch:
     """Search the splits of visit rank ``r`` with ``r % part[1] == part[0]`` (all of them by
     default). ``shared``: the best value other parts found so far; a split or a chunk is skipped
-    for it only when it cannot even tie (so the merged result does not depend on timing)."""
+    for it only when it cannot even tie (so the merged result does not depend on timing).
+    ``orders``: the loop orders searched (default: every reuse class)."""
     t0 = time.perf_counter()
     splits = split_options(problem)
-    orders = class_orders()
+    orders = class_orders() if orders is None else np.asarray(orders, dtype=np.int64)
     grids = [problem.core_grid(*s) for s in splits]
     bounds = np.array([split_lower_bound(problem, g, objective) for g in grids])
     visit = np.lexsort((np.arange(len(splits)), bounds))
@@ -214,6 +218,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     searched = 0
     space = 0.0
     n_orders = math.factorial(NDIMS)
+    group_cache: dict[tuple[object, ...], TileGroup] = {}
 
     def pruned(bound: float) -> bool:
         if best_key is not None and bound >= best_key[0]:
@@ -232,7 +237,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
                 split_tight_bound(problem, grid, objective, orders)):
             continue
         searched += 1
-        groups = tile_groups(problem, grid, uopts)
+        groups = tile_groups(problem, grid, uopts, group_cache)
         tiles = feasible_product(problem, groups)
         for start in range(0, len(tiles), chunk):
             t = tiles[start:start + chunk]

@@ -19,7 +19,7 @@ from itertools import permutations
 import numpy as np
 
 from tileplan.cost.batch import CostBatch, MappingBatch
-from tileplan.cost.levels import combine, onchip_finish, onchip_sweep
+from tileplan.cost.levels import combine, onchip_bound, onchip_finish, onchip_sweep
 from tileplan.cost.model import evaluate
 from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, NDIMS, Dim
@@ -109,8 +109,9 @@ class OnChip:
 
     mapping: Mapping
     cost: CostBatch
-    evaluated: int
+    evaluated: int  # (level tiles, order) candidates left after the pruning options
     space: float  # level-1 tiles x fan-outs x orders before pruning
+    costed: int = 0  # ... of which the bound did not rule out (those the model costed)
 
 
 def unpruned_space(problem: Problem, tiles0: tuple[int, ...]) -> float:
@@ -120,12 +121,31 @@ def unpruned_space(problem: Problem, tiles0: tuple[int, ...]) -> float:
     return float(np.prod([float(t) * float(t) for t in t0])) * math.factorial(NDIMS)
 
 
+def _lex_greater(keys: list[np.ndarray], best: tuple[float, ...]) -> np.ndarray:
+    """Where the key tuples (one array per key) are lexicographically greater than ``best``."""
+    greater = np.zeros(len(keys[0]), dtype=bool)
+    equal = np.ones(len(keys[0]), dtype=bool)
+    for k, b in zip(keys, best, strict=True):
+        greater |= equal & (k > b)
+        equal &= k == b
+    return greater
+
+
+def _keys(objective: Objective, cost: CostBatch) -> list[np.ndarray]:
+    return [objective.key(cost), *objective.tie_keys(cost)]
+
+
 def onchip(problem: Problem, base: Mapping, objective: Objective, opts: OnChipOptions = OnChipOptions(), *,
-           chunk: int = 1 << 16, sample: tuple[np.random.Generator, int] | None = None,
-           base_orders: list[tuple[Dim, ...]] | None = None) -> OnChip | None:
+           chunk: int = 1 << 15, sample: tuple[np.random.Generator, int] | None = None,
+           base_orders: list[tuple[Dim, ...]] | None = None, bound: bool = True) -> OnChip | None:
     """Best on-chip level under ``base`` (its DRAM level); ``None`` when nothing fits. ``sample``
     (generator, count): cost only ``count`` random (level tiles, order) draws instead of all.
-    ``base_orders``: also choose the DRAM loop order among these (the on-chip stage one is shared)."""
+    ``base_orders``: also choose the DRAM loop order among these (the on-chip stage one is shared).
+
+    ``bound`` (safe, on by default): candidates are costed in the order of a lower bound of their
+    objective and tie keys over every loop order (``cost.levels.onchip_bound``), and those whose
+    bound is already worse than the best found are never costed; the result is the one the full
+    evaluation finds. ``chunk``: (candidate, order) pairs costed per vectorised step."""
     options = level_options(problem, base.tiles, opts)
     orders = level_orders(problem, base.tiles, opts)
     if len(options) == 0:
@@ -137,26 +157,49 @@ def onchip(problem: Problem, base: Mapping, objective: Objective, opts: OnChipOp
     bases = [base] if base_orders is None else [
         Mapping(tiles=base.tiles, order=o, hoist=base.hoist, layouts=base.layouts) for o in base_orders]
     drams = evaluate(problem, MappingBatch.from_mappings(bases))
-    total = len(options) * len(orders) * len(bases)
+    one = MappingBatch.from_mappings([base])
+    sw_all = onchip_sweep(problem, one.take(np.zeros(len(options), dtype=np.int64)), options[:, 0], options[:, 1])
+    m = len(orders)
+    base_order = np.array([[int(d) for d in bb.order] for bb in bases], dtype=np.int64)
+    # a pair is (level tiles and fan-outs, DRAM order); each pair is costed with every step order
+    live = np.flatnonzero(sw_all.feasible)
+    pair_opt = np.repeat(live, len(bases))
+    pair_base = np.tile(np.arange(len(bases)), len(live))
+    if bound and len(pair_opt):
+        low = combine(problem, drams.take(pair_base), one, onchip_bound(sw_all.take(pair_opt)))
+        low_keys = _keys(objective, low)
+        rank = np.lexsort([np.arange(len(pair_opt))] + low_keys[::-1])
+        pair_opt, pair_base, low_keys = pair_opt[rank], pair_base[rank], [k[rank] for k in low_keys]
+    per_chunk = max(1, min(chunk, 256) // m)  # small first: a good incumbent prunes the rest early
     best: tuple[tuple[float, ...], Mapping, CostBatch] | None = None
-    for start in range(0, len(options), chunk):
-        opt = options[start:start + chunk]
-        rows = np.zeros(len(opt), dtype=np.int64)
-        batch = MappingBatch.from_mappings([base]).take(rows)
-        sw = onchip_sweep(problem, batch, opt[:, 0], opt[:, 1])
-        for b, dram_base in enumerate(bases):
-            dram_rows = drams.take(rows + b)
-            order0 = np.array([int(d) for d in dram_base.order], dtype=np.int64)
-            for order in orders:
-                cost = combine(problem, dram_rows, batch, onchip_finish(sw, order0, order))
-                i = best_index(objective, cost)
-                key = tuple(float(k[i]) for k in [objective.key(cost), *objective.tie_keys(cost)])
-                if np.isfinite(key[0]) and (best is None or key < best[0]):
-                    level = Level(tiles=tuple(int(x) for x in opt[i, 0]), fanout=tuple(int(x) for x in opt[i, 1]),
-                                  order=tuple(Dim(int(d)) for d in order))
-                    mapping = Mapping(tiles=base.tiles, order=dram_base.order, hoist=base.hoist,
-                                      layouts=base.layouts, levels=(level,))
-                    best = (key, mapping, cost.take(i))
+    costed = 0
+    start = 0
+    while start < len(pair_opt):
+        stop = start + per_chunk
+        idx = pair_opt[start:stop]
+        bidx = pair_base[start:stop]
+        lows = [k[start:stop] for k in low_keys] if bound else []
+        start, per_chunk = stop, min(2 * per_chunk, max(1, chunk // m))
+        if bound and best is not None:
+            keep = ~_lex_greater(lows, best[0])
+            if not keep[0]:
+                break  # sorted by the bound: every later pair is worse too
+            idx, bidx = idx[keep], bidx[keep]
+        rows = np.repeat(idx, m)
+        brows = np.repeat(bidx, m)
+        order1 = np.tile(orders, (len(idx), 1))
+        cost = combine(problem, drams.take(brows), one, onchip_finish(sw_all.take(rows), base_order[brows], order1))
+        costed += len(rows)
+        i = best_index(objective, cost)
+        key = tuple(float(k[i]) for k in _keys(objective, cost))
+        if np.isfinite(key[0]) and (best is None or key < best[0]):
+            opt = options[rows[i]]
+            level = Level(tiles=tuple(int(x) for x in opt[0]), fanout=tuple(int(x) for x in opt[1]),
+                          order=tuple(Dim(int(d)) for d in order1[i]))
+            mapping = Mapping(tiles=base.tiles, order=bases[brows[i]].order, hoist=base.hoist,
+                              layouts=base.layouts, levels=(level,))
+            best = (key, mapping, cost.take(i))
     if best is None:
         return None
-    return OnChip(best[1], best[2], total, unpruned_space(problem, base.tiles))
+    total = len(options) * len(orders) * len(bases)
+    return OnChip(best[1], best[2], total, unpruned_space(problem, base.tiles), costed)

@@ -190,8 +190,13 @@ def _compute_features(problem: Problem, dims: tuple[Dim, ...], ext: dict[Dim, li
     return out
 
 
-def tile_groups(problem: Problem, grid: CoreGrid, unroll_options: np.ndarray) -> list[TileGroup]:
-    """Pareto-pruned tile candidates of every dimension group for this core split."""
+def tile_groups(problem: Problem, grid: CoreGrid, unroll_options: np.ndarray,
+                cache: dict[tuple[object, ...], TileGroup] | None = None) -> list[TileGroup]:
+    """Pareto-pruned tile candidates of every dimension group for this core split.
+
+    ``cache`` (one per layer search) shares a group between splits whose cores agree on everything
+    the group reads: its dims' longest lengths, every core shape's lengths along them (and, for the
+    P/R and Q/S groups, the offset that places the input window), and the unroll values of its dims."""
     max_len = grid.max_length
     unroll_values = {d: sorted(set(int(u) for u in unroll_options[:, d])) for d in DIMS}
     prec = problem.precision
@@ -199,6 +204,13 @@ def tile_groups(problem: Problem, grid: CoreGrid, unroll_options: np.ndarray) ->
     groups = []
     layout_steps = {op: _step_bytes(problem, op) for op in OPERANDS}
     for dims in ((Dim.N,), (Dim.G,), (Dim.K,), (Dim.C,), (Dim.P, Dim.R), (Dim.Q, Dim.S)):
+        key = (dims, tuple(int(max_len[d]) for d in dims),
+               tuple((*(int(c.length[d]) for d in dims), int(c.offset[dims[0]]) if len(dims) > 1 else 0)
+                     for c in grid.shapes),
+               tuple(tuple(unroll_values[d]) for d in dims))
+        if cache is not None and key in cache:
+            groups.append(cache[key])
+            continue
         grids = np.meshgrid(*[np.arange(1, max_len[d] + 1) for d in dims], indexing="ij")
         tiles = np.stack([g.ravel() for g in grids], axis=1).astype(np.int64)
         m = len(tiles)
@@ -245,6 +257,8 @@ def tile_groups(problem: Problem, grid: CoreGrid, unroll_options: np.ndarray) ->
         fp_flat = foot.reshape(m, -1)
         keep = _pareto(np.concatenate([cost_feats, fp_flat], axis=1), np.zeros((m, 1), dtype=np.int64))
         groups.append(TileGroup(dims, tiles[keep], foot[keep], _dominators(cost_feats[keep], fp_flat[keep])))
+        if cache is not None:
+            cache[key] = groups[-1]
     return groups
 
 

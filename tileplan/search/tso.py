@@ -181,9 +181,9 @@ def candidates(problem: Problem, sl: Slicing, schedule: Schedule, grid: CoreGrid
     room = cap[None, :] - fixed
     with np.errstate(divide="ignore"):
         limit = np.where(per_filter > 0, np.floor(room / np.where(per_filter > 0, per_filter, 1)), np.inf)
-    fits = np.all(room >= 0, axis=1)
+    fits = np.logical_and.reduce([col >= 0 for col in room.T])  # few memories: column-wise is fastest
     t_m_max = int(longest[f])
-    t_m = np.minimum(limit.min(axis=1), t_m_max)
+    t_m = np.minimum(np.minimum.reduce(list(limit.T)), t_m_max)
     if schedule is Schedule.IS:  # every filter of the core at once (Fig. 4)
         ok = fits & (t_m >= t_m_max)
         t_m = np.full(len(t_m), t_m_max)
@@ -200,10 +200,11 @@ def candidates(problem: Problem, sl: Slicing, schedule: Schedule, grid: CoreGrid
     hoist = np.zeros((n, 3, NDIMS), dtype=bool)
     if hoist_c:
         hoist[:, Operand.WEIGHT, Dim.C] = True
-    order = np.broadcast_to(np.array([int(d) for d in _order(schedule, f)]), (n, NDIMS)).copy()
-    layouts = np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy()
-    return MappingBatch(tiles, order, hoist, np.ones((n, NDIMS), dtype=np.int64), layouts,
-                        sl.cluster_split, sl.core_split)
+    # Rows shared by every candidate stay read-only broadcast views (``take`` copies what it picks).
+    order = np.broadcast_to(np.array([int(d) for d in _order(schedule, f)], dtype=np.int64), (n, NDIMS))
+    layouts = np.broadcast_to(np.array(MappingBatch.default_layout_codes(), dtype=np.int64), (n, 3))
+    unroll = np.broadcast_to(np.ones(NDIMS, dtype=np.int64), (n, NDIMS))
+    return MappingBatch(tiles, order, hoist, unroll, layouts, sl.cluster_split, sl.core_split)
 
 
 def space_size(problem: Problem, sl: Slicing, grid: CoreGrid | None = None) -> int:
@@ -226,6 +227,8 @@ def tso(problem: Problem, objective: Objective, *, fix_partition: str | None = N
     parts = (parse_partition(fix_partition),) if fix_partition else tuple(Partition)
     scheds = (parse_schedule(fix_schedule),) if fix_schedule else tuple(Schedule)
     slices = slicings(problem, parts)
+    varying = np.zeros(NDIMS, dtype=bool)  # the tiles Alg. 3 chooses: T_M, T_N, T_R, T_C
+    varying[[filter_dim(problem), Dim.C, Dim.P, Dim.Q]] = True
     pools: list[tuple[Slicing, MappingBatch, np.ndarray, np.ndarray]] = []
     space = 0.0
     for sl in slices:
@@ -234,7 +237,7 @@ def tso(problem: Problem, objective: Objective, *, fix_partition: str | None = N
         for sched in scheds:
             batch = candidates(problem, sl, sched, grid)
             if len(batch):
-                bound = lower_bound(problem, objective, batch, grid)
+                bound = lower_bound(problem, objective, batch, grid, varying)
                 rank = np.argsort(bound, kind="stable")
                 pools.append((sl, batch, rank, bound[rank]))
     best_key: tuple[float, ...] | None = None

@@ -19,6 +19,7 @@ import numpy as np
 from tileplan.cost.batch import MappingBatch
 from tileplan.cost.model import reload_factors
 from tileplan.cost.problem import CoreGrid, CoreSlice, Problem
+from tileplan.cost.tables import tile_positions
 from tileplan.dims import DIMS, OPERANDS, Dim, Operand
 from tileplan.search.objective import Objective
 
@@ -30,70 +31,90 @@ def _table(length: int, start: int, size: int, stride: int, dil: int, kernel: in
     ``[0, size)`` and the bursts of the tiles whose extent is not the whole tensor dimension (each a run
     of ``extent * step_bytes`` bytes; a whole extent continues into the next dimension instead).
     Input rows/columns of output tiles take the window (``kernel``, ``stride``, ``dil``, ``start``);
-    plain tiles take start 0, stride 1, kernel 1."""
-    t = np.arange(1, length + 1)[:, None]
-    i = np.arange(length)[None, :]
-    ti = np.minimum(t, length - i * t)
-    first = start + i * t * stride
-    ext = np.minimum(first + (ti - 1) * stride + (kernel - 1) * dil + 1, size) - np.maximum(first, 0)
-    ext = np.where(ti > 0, np.maximum(ext, 0), 0)
-    partial = np.where((ext > 0) & (ext != size), -(-(ext * step_bytes) // burst), 0).sum(axis=1)
-    return ext.sum(axis=1), partial
+    plain tiles take start 0, stride 1, kernel 1. Every (tile size, position) is computed at once."""
+    t_idx, first_out, ti = tile_positions(length)
+    first = start + first_out * stride
+    ext = np.maximum(np.minimum(first + (ti - 1) * stride + (kernel - 1) * dil + 1, size) - np.maximum(first, 0), 0)
+    partial = np.where((ext > 0) & (ext != size), -(-(ext * step_bytes) // burst), 0)
+    return (np.bincount(t_idx, weights=ext, minlength=length).astype(np.int64),
+            np.bincount(t_idx, weights=partial, minlength=length).astype(np.int64))
 
 
-def _plain(length: int, size: int, step_bytes: int, burst: int, tiles: np.ndarray) -> np.ndarray:
-    """Partial-run bursts of a plain dimension for each tile size (clipped to the slice)."""
-    return _table(length, 0, size, 1, 1, 1, step_bytes, burst)[1][np.minimum(tiles, length) - 1]
-
-
-def _sweep(problem: Problem, core: CoreSlice, op: Operand, tiles: np.ndarray,
-           hoist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(elements, runs): what one sweep of ``op``'s tiles moves for this core, and a lower bound on its
-    bursts from the runs along the innermost tensor dimension (default layouts, whole kernel tiles,
-    input and output not hoisted)."""
+def _sweep_table(problem: Problem, core: CoreSlice, op: Operand) -> tuple[np.ndarray, np.ndarray]:
+    """(elements, runs) per tile-size cell (see :func:`_sweep_cells`): what one sweep of ``op``'s tiles
+    moves for this core, and a lower bound on its bursts from the runs along the innermost tensor
+    dimension (default layouts, whole kernel tiles, input and output not hoisted)."""
     L = dict(zip(DIMS, core.length, strict=True))
     burst = problem.arch.dram.burst_bytes
     b = problem.precision.of(op)
-    n = len(tiles)
     if op is Operand.WEIGHT:  # K C R S: with R, S whole, runs of t_C x R x S along C
-        t_c = np.where(hoist[:, Dim.C], L[Dim.C], tiles[:, Dim.C])
-        runs = _plain(L[Dim.C], int(problem.dims[Dim.C]), L[Dim.R] * L[Dim.S] * b, burst, t_c)
-        return np.full(n, L[Dim.G] * L[Dim.K] * L[Dim.C] * L[Dim.R] * L[Dim.S]), L[Dim.G] * L[Dim.K] * runs
+        runs = _table(L[Dim.C], 0, int(problem.dims[Dim.C]), 1, 1, 1, L[Dim.R] * L[Dim.S] * b, burst)[1]
+        elems = L[Dim.G] * L[Dim.K] * L[Dim.C] * L[Dim.R] * L[Dim.S]
+        return np.full(len(runs), elems), L[Dim.G] * L[Dim.K] * runs
     if op is Operand.OUTPUT:  # N K P Q: runs of t_Q along Q
-        runs = _plain(L[Dim.Q], int(problem.dims[Dim.Q]), b, burst, tiles[:, Dim.Q])
+        runs = _table(L[Dim.Q], 0, int(problem.dims[Dim.Q]), 1, 1, 1, b, burst)[1]
         rows = L[Dim.N] * L[Dim.G] * L[Dim.K] * L[Dim.P]
-        return np.full(n, rows * L[Dim.Q]), rows * runs
+        return np.full(len(runs), rows * L[Dim.Q]), rows * runs
     sums = []
     for axis, (d_out, d_k) in enumerate(((Dim.P, Dim.R), (Dim.Q, Dim.S))):
         sums.append(_table(L[d_out], problem.input_window_start(axis, core.offset[d_out]),
                            problem.in_h if axis == 0 else problem.in_w, problem.stride[axis],
                            problem.dilation[axis], int(problem.dims[d_k]), b, burst))
-    pick_r = np.minimum(tiles[:, Dim.P], L[Dim.P]) - 1
-    pick_c = np.minimum(tiles[:, Dim.Q], L[Dim.Q]) - 1
-    rows = sums[0][0][pick_r]
     planes = L[Dim.N] * L[Dim.G] * L[Dim.C] * problem.layer.input_count
-    return planes * rows * sums[1][0][pick_c], planes * rows * sums[1][1][pick_c]
+    return (planes * np.outer(sums[0][0], sums[1][0]).ravel(), planes * np.outer(sums[0][0], sums[1][1]).ravel())
 
 
-def _reload(batch: MappingBatch, length: np.ndarray) -> np.ndarray:
-    """``reload_factors`` of a core of ``length``, computed once per distinct trip vector (a TSO batch
-    shares one loop order and hoisting)."""
-    trips = -(-length // np.minimum(batch.tiles, length))
-    flat = np.ravel_multi_index(trips.T - 1, tuple(int(x) for x in length))
-    _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
-    rho = reload_factors(batch.order[first], trips[first], batch.hoist[first])
-    return rho[inverse.ravel()]
+def _sweep_cells(length: tuple[int, ...], op: Operand, tiles: np.ndarray, hoist: np.ndarray) -> np.ndarray:
+    """(n,) cell of each candidate in :func:`_sweep_table` for a core of ``length``: the C tile for
+    weights (whole when hoisted), the Q tile for outputs, the (P, Q) tile pair for inputs."""
+    L = dict(zip(DIMS, length, strict=True))
+    if op is Operand.WEIGHT:
+        return np.where(hoist[:, Dim.C], L[Dim.C], np.minimum(tiles[:, Dim.C], L[Dim.C])) - 1
+    if op is Operand.OUTPUT:
+        return np.minimum(tiles[:, Dim.Q], L[Dim.Q]) - 1
+    return (np.minimum(tiles[:, Dim.P], L[Dim.P]) - 1) * L[Dim.Q] + np.minimum(tiles[:, Dim.Q], L[Dim.Q]) - 1
+
+
+def _reload(batch: MappingBatch, length: np.ndarray, varying: np.ndarray) -> np.ndarray:
+    """``reload_factors`` of a core of ``length`` for every candidate of a TSO batch, which shares one
+    loop order and hoisting (``tso.candidates`` builds it so) and whose tiles vary only along the
+    dimensions flagged in ``varying``.
+
+    Trip counts take few values per dimension (at most about 2 sqrt(L) for a slice L long), so the
+    factors are computed once on the small grid of those values and gathered: O(n) work, no sort."""
+    n = len(batch)
+    codes = np.zeros(n, dtype=np.int64)
+    values: list[np.ndarray] = []
+    for d in range(len(length)):
+        size = int(length[d])
+        if not varying[d]:
+            values.append(np.array([-(-size // min(int(batch.tiles[0, d]), size))]))
+            continue
+        top = max(int(batch.tiles[:, d].max()), size)
+        trips = -(-size // np.minimum(np.arange(1, top + 1), size))  # trip count of each tile size
+        distinct, rank = np.unique(trips, return_inverse=True)
+        values.append(distinct)
+        codes = codes * len(distinct) + rank.ravel()[batch.tiles[:, d] - 1]
+    present = np.zeros(int(np.prod([len(v) for v in values])), dtype=bool)
+    present[codes] = True  # only the trip vectors that occur
+    cells = np.unravel_index(np.flatnonzero(present), tuple(len(v) for v in values))
+    grid = np.stack([v[c] for v, c in zip(values, cells, strict=True)], axis=1)
+    hoist = np.broadcast_to(batch.hoist[0], (len(grid), *batch.hoist.shape[1:]))
+    return reload_factors(batch.order[0], grid, hoist)[(np.cumsum(present) - 1)[codes]]
 
 
 def lower_bound(problem: Problem, objective: Objective, batch: MappingBatch,
-                grid: CoreGrid | None = None) -> np.ndarray:
-    """(n,) values no candidate of ``batch`` can beat under ``objective`` (``batch`` has whole R, S tiles)."""
+                grid: CoreGrid | None = None, varying: np.ndarray | None = None) -> np.ndarray:
+    """(n,) values no candidate of ``batch`` can beat under ``objective`` (``batch`` has whole R, S tiles).
+    ``varying`` (8,) flags the dimensions whose tiles may differ between candidates (default: found)."""
     arch = problem.arch
     prec = problem.precision
     grid = grid or problem.core_grid(batch.cluster_split, batch.core_split)
     n = len(batch)
     # Per operand: groups with equal core lengths share reload factors; sum their sweeps first.
     rho_cache: dict[tuple[int, ...], np.ndarray] = {}
+    if varying is None:
+        varying = batch.tiles.min(axis=0) != batch.tiles.max(axis=0) if n else np.zeros(len(DIMS), dtype=bool)
     dram = np.zeros(n)
     bursts = np.zeros(n)
     burst = arch.dram.burst_bytes
@@ -106,17 +127,20 @@ def lower_bound(problem: Problem, objective: Objective, batch: MappingBatch,
             core = grid.cores[members[0]]
             key = (core.length, core.offset) if op is Operand.INPUT else (core.length,)
             kinds[key] = (core, kinds[key][1] + 1 if key in kinds else 1)
+        # Cores of one length share the cells: add their tables, then gather once.
         per_length: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
         for core, count in kinds.values():
-            elems, runs = _sweep(problem, core, op, batch.tiles, batch.hoist[:, op])
+            elems, runs = _sweep_table(problem, core, op)
             elems, runs = elems * count, runs * count
             if core.length in per_length:
                 e0, r0 = per_length[core.length]
                 elems, runs = e0 + elems, r0 + runs
             per_length[core.length] = (elems, runs)
-        for length_key, (elems, runs) in per_length.items():
+        for length_key, (elem_table, run_table) in per_length.items():
+            cells = _sweep_cells(length_key, op, batch.tiles, batch.hoist[:, op])
+            elems, runs = elem_table[cells], run_table[cells]
             if length_key not in rho_cache:
-                rho_cache[length_key] = _reload(batch, np.array(length_key, dtype=np.int64))
+                rho_cache[length_key] = _reload(batch, np.array(length_key, dtype=np.int64), varying)
             rho = rho_cache[length_key][:, op]
             if op is Operand.OUTPUT:
                 psum = 2 * (rho - 1) * elems * prec.psum

@@ -95,6 +95,11 @@ class Network:
         return sum(layer.macs for layer in self.layers)
 
     @property
+    def batch(self) -> int:
+        """Images per inference (N of the layers; the largest if they differ)."""
+        return max((layer.n for layer in self.layers), default=1)
+
+    @property
     def params(self) -> int:
         """Weight elements (biases are not modelled)."""
         from tileplan.dims import Operand

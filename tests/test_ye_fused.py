@@ -1,0 +1,157 @@
+"""Ye et al. §3: the fused two-layer strategies are points of the general fused model. Their printed
+DRAM equations (Eq. 1, 3, 5, 7) equal the model on pairs whose padding is in DRAM and whose tiles
+divide evenly; the buffer equations (Eq. 2, 4, 6, 8) differ from the faithful count exactly by the
+documented terms; Fig. 6a / 6b's must-show orderings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tileplan import api
+from tileplan.cost.problem import Problem
+from tileplan.fusion.assemble import evaluate_fused
+from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
+from tileplan.fusion.verify import verify_fused
+from tileplan.fusion.ye import FUSED, cardinality, restriction, search_f2l, search_pair
+from tileplan.fusion.ye_formulas import PairShape, best_printed, best_printed_f2l, buffer, dram, windows
+from tileplan.search import run
+from tileplan.search.objective import Objective
+from tileplan.workload.layer import Layer, Precision
+
+B2 = Precision.uniform(2)
+ONES = ((1,) * 8, (1,) * 8)
+
+
+def _valid_pair(groups: int = 1) -> FusedGroup:
+    """1x1 then 3x3, both 'valid' (padding already in DRAM), 8x8 output, batch 2."""
+    l1 = Layer.conv("l1", n=2, c_in=24, h=10, w=10, k_out=16, r=1, pad=0, precision=B2)
+    l2 = Layer.conv("l2", n=2, c_in=16, h=10, w=10, k_out=8 if groups == 1 else 16, r=3, pad=0, groups=groups,
+                    inputs=("l1",), precision=B2)
+    return FusedGroup((l1, l2))
+
+
+def _mapping(group: FusedGroup, name: str, a: int, b: int, h: int, d: int) -> FusedMapping:
+    r = restriction(name, group)
+    assert r is not None
+    chunk = r.chunks[0] if len(r.chunks) == 1 else (d,)
+    return FusedMapping(h, b, a, group.last.k_out, Overlap.RECOMPUTE, Direction.ROWS, r.residencies[0], chunk, ONES,
+                        r.outers[0])
+
+
+TILINGS = [(4, 4, 1, 4), (8, 2, 2, 8), (2, 8, 1, 2), (8, 8, 2, 1)]
+
+
+@pytest.mark.parametrize("name", FUSED)
+@pytest.mark.parametrize("tiling", TILINGS)
+def test_dram_equations_1_3_5_7(name: str, tiling: tuple[int, int, int, int]) -> None:
+    group = _valid_pair()
+    a, b, h, d = tiling
+    cost = evaluate_fused(group, api.load_arch("ye-1024"), _mapping(group, name, a, b, h, d)).cost
+    shape = PairShape.of(group)
+    want = dram(name, shape, np.array([a]), np.array([b]), np.array([h]), np.array([1]), np.array([d]))[0]
+    assert float(cost.dram_bytes[0]) == 2 * want
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_buffer_equations_2_4_6_8_and_the_faithful_differences(name: str) -> None:
+    group = _valid_pair()
+    a, b, h, d = 4, 2, 2, 4
+    cost = evaluate_fused(group, api.load_arch("ye-1024"), _mapping(group, name, a, b, h, d)).cost
+    s = PairShape.of(group)
+    one = np.array([1])
+    printed = buffer(name, s, np.array([a]), np.array([b]), np.array([h]), one, np.array([d]))[0]
+    (a2,), _ = windows(s, np.array([a]))
+    (b2,), _ = windows(s, np.array([b]))
+    # The faithful count of Fig. 4 minus the printed equation (see fusion.ye_formulas).
+    extra = {
+        "ir2l": s.d2 * s.s2 ** 2 + s.c1 * s.s1 ** 2 - max(s.c1 * s.s1 ** 2, s.s2 ** 2),
+        "wr2lv1": a * b * h * s.d2,
+        "wr2lv2": a2 * b2 * h * (d - 1),
+        "pr2l": a2 * b2 * h * (d - 1),
+    }[name]
+    assert int(cost.footprint_bytes[0].sum()) == 2 * (printed + extra)
+
+
+def test_grouped_second_layer_is_ye_cardinality() -> None:
+    group = _valid_pair(groups=4)
+    assert cardinality(group) == 4
+    s = PairShape.of(group)
+    assert (s.card, s.d1, s.d2) == (4, 4, 4)
+    arch = api.load_arch("ye-1024")
+    for name, c in (("ir2l", 1), ("wr2lv1", 4)):
+        cost = evaluate_fused(group, arch, _mapping(group, name, 4, 4, 1, 1)).cost
+        want = dram(name, s, np.array([4]), np.array([4]), np.array([1]), np.array([c]), np.array([1]))[0]
+        assert float(cost.dram_bytes[0]) == 2 * want
+    # pr2l in the model reads the input once per step, Eq. 7 C times; wr2lv2 needs a chunkable map.
+    pr = evaluate_fused(group, arch, _mapping(group, "pr2l", 4, 4, 1, 1)).cost
+    full = dram("pr2l", s, np.array([4]), np.array([4]), np.array([1]), np.array([1]), np.array([1]))[0]
+    ifmap = 2 * 10 * 10 * 24  # whole-map ifmap of 4x4 tiles with a 6x6 halo'd window: 4 tiles x 36 px x 2
+    assert float(pr.dram_bytes[0]) == 2 * (full - (s.card - 1) * (ifmap * 36 * 4 / 100))
+    assert restriction("wr2lv2", group) is None
+    assert restriction("superslash", group) is None
+
+
+def test_wr2lv2_program_counts_what_the_model_predicts() -> None:
+    l1 = Layer.conv("l1", n=2, c_in=12, h=9, w=9, k_out=16, r=1, precision=B2)
+    l2 = Layer.conv("l2", n=2, c_in=16, h=9, w=9, k_out=8, r=3, inputs=("l1",), precision=B2)
+    group = FusedGroup((l1, l2))
+    for outer in (False, True):
+        mapping = FusedMapping(1, 4, 3, 8, Overlap.RECOMPUTE, Direction.ROWS, (False, False), (4,), ONES, outer)
+        v = verify_fused(group, api.load_arch("ye-64"), mapping)
+        assert v.ok, v
+    # The input once per chunk (4 chunks, halo'd windows of 13 x 13 rows x cols), the weights once.
+    assert v.counted_read_bytes == (4 * 2 * 12 * 13 * 13 * 2, (12 * 16 + 16 * 8 * 9) * 2, 0)
+
+
+def _fig6(c1: int, hw: int, words: bool = True) -> tuple[FusedGroup, list[Layer]]:
+    p = Precision.uniform(1 if words else 2)
+    l1 = Layer.conv("l1", n=3, c_in=c1, h=hw, w=hw, k_out=128, r=1, precision=p)
+    l2 = Layer.conv("l2", n=3, c_in=128, h=hw, w=hw, k_out=32, r=3, inputs=("l1",), precision=p)
+    return FusedGroup((l1, l2)), [l1, l2]
+
+
+def _words(kb: int) -> object:
+    """Fig. 6's buffers read as KB = K data words (1-byte elements; see the README)."""
+    return api.load_arch(f"ye-{kb}", ["precision_bytes=1"])
+
+
+def _single(layers: list[Layer], arch: object) -> float:
+    return sum(float(run("smartshuttle", Problem(x, arch), Objective.DRAM).cost.dram_bytes[0])  # type: ignore[arg-type]
+               for x in layers)
+
+
+def test_fig6a_ordering() -> None:
+    group, layers = _fig6(336, 28)
+    per_size = {}
+    for kb in (32, 48, 128, 256):
+        arch = _words(kb)
+        fused = {n: r for n in FUSED if (r := search_pair(group, arch, n)) is not None}  # type: ignore[arg-type]
+        per_size[kb] = ({n: float(r.cost.dram_bytes[0]) for n, r in fused.items()}, _single(layers, arch))
+    for kb in (32, 48):  # ir2l is the best fused strategy below 64 KB; single-layer beats every fused one
+        fused, single = per_size[kb]
+        assert min(fused, key=fused.__getitem__) == "ir2l"
+        assert single < min(fused.values())
+    for kb in (128, 256):  # weight reuse wins above 96 KB, and fusion beats single-layer reuse
+        fused, single = per_size[kb]
+        assert min(fused, key=fused.__getitem__) == "wr2lv1"
+        assert fused["wr2lv1"] <= fused["wr2lv2"]  # Eq. 3 <= Eq. 5 whenever both fit (D1/d >= 1)
+        assert min(fused.values()) < single
+    assert per_size[128][0]["wr2lv1"] == 1183296  # 80 K weights + 3 x 28 x 28 x 32 ofmap + halo'd ifmap
+
+
+def test_fig6b_single_layer_always_wins_with_the_printed_formulas() -> None:
+    group, layers = _fig6(988, 7)
+    shape = PairShape.of(group)
+    for kb in (32, 128, 512):
+        single = _single(layers, _words(kb))
+        printed = best_printed_f2l(shape, kb * 1024)
+        assert printed is None or single < printed.dram_elements
+    # The faithful model never fetches the zero padding: with the whole 7x7 map on chip fusion reads
+    # 7x7x988 ifmap values per image where Eq. 1 reads 9x9x988, and beats single-layer from 256 KB.
+    best = search_f2l(group, _words(512))
+    assert best is not None
+    assert float(best[1].cost.dram_bytes[0]) == 3 * 49 * 988 + 988 * 128 + 128 * 32 * 9 + 3 * 49 * 32
+    assert _single(layers, _words(512)) == 3 * 49 * 988 + 988 * 128 + 2 * 3 * 49 * 128 + 128 * 32 * 9 + 3 * 49 * 32
+    assert best_printed("ir2l", shape, 512 * 1024).dram_elements == 3 * 81 * 988 + 988 * 128 + 128 * 32 * 9 + \
+        3 * 49 * 32  # type: ignore[union-attr]

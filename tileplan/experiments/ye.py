@@ -1,0 +1,295 @@
+"""Ye et al. (Electronics 2022) in the one model: DRAM access against the unified buffer size for
+DenseNet-121, ResNeXt-50 and AlexNet (Figs. 7, 9, 10, 11) under single-layer reuse (SmartShuttle,
+brute force over ir / wr / pr), fused-two-layer-only, the hybrid (Eq. 10 along the network) and
+SuperSlash, and -- beyond the paper -- the general ``--fuse`` planner (every loop order, groups of up
+to four layers, reuse buffers); and the two DenseNet-121 layer pairs of Fig. 6 per strategy.
+
+Buffers are read as K data words (one byte per element): the paper gives no word width, and its
+Fig. 6a thresholds (ir2l best below 64 KB, weight reuse from 96 KB) fall where they do only at one
+byte per element (the pair's weights are 80 K words). Totals are the DRAM bytes of the weighted
+layers and the fused groups (pools, concats and adds that are not fused move the same bytes under
+every strategy and are left out, as the paper counts convolutions).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from tileplan import api
+from tileplan.arch.spec import Arch
+from tileplan.cost.problem import Problem
+from tileplan.experiments.common import ExperimentResult, Log, Reference
+from tileplan.fusion.group import FusedGroup
+from tileplan.fusion.plan import FusionPlan
+from tileplan.fusion.planner import candidate_groups, choose_cut, plan_fusion
+from tileplan.fusion.search import GroupResult
+from tileplan.fusion.ye import FUSED, FUSED_FAMILIES, classify, group_searcher, search_pair
+from tileplan.fusion.ye_formulas import PairShape, best_printed_f2l
+from tileplan.plan import LayerCost, NetworkPlan
+from tileplan.report import plots
+from tileplan.search import run as run_strategy
+from tileplan.search.objective import Objective
+from tileplan.search.ye import ORDERS
+from tileplan.workload.layer import Layer, OpKind, Precision
+from tileplan.workload.network import Network
+
+NAME = "ye"
+TITLE = "Ye et al. (Electronics 2022): single-layer and fused two-layer reuse on a unified buffer"
+PAPER = "002_b98eebfd0b91f9f9.txt"
+
+SIZES_KB = (32, 64, 96, 128, 192, 256, 320, 384, 480, 512, 576, 768, 1024)
+QUICK_SIZES_KB = (256,)
+FIG6_SIZES_KB = (32, 48, 64, 96, 128, 192, 256, 384, 512)
+QUICK_FIG6_SIZES_KB = (128,)
+#: (label, zoo network, batch) of Figs. 7, 9, 10 and 11.
+NETWORKS = (("densenet121", "densenet121", 3), ("resnext50", "resnext50", 3), ("alexnet_b3", "alexnet", 3),
+            ("alexnet_b1", "alexnet", 1))
+QUICK_NETWORKS = (("alexnet_b1", "alexnet", 1),)
+CURVES = ("smartshuttle", "fused_only", "hybrid", "superslash", "general")
+WEIGHTED = frozenset({"conv", "grouped_conv", "depthwise", "pointwise", "fc"})
+_PENALTY = 1e15  # fused-only: a single layer that could be fused costs this much extra in the cut
+DRAM = Objective.DRAM
+
+
+def words_arch(kb: int) -> Arch:
+    """``ye-<kb>`` with one-byte elements (the buffer holds ``kb`` K data words)."""
+    return api.load_arch(f"ye-{kb}", ["precision_bytes=1"])
+
+
+def network_dram(plan: FusionPlan | NetworkPlan) -> float:
+    """DRAM bytes of the weighted layers and the fused groups of ``plan`` (unfused pools, concats and
+    adds left out: they move the same bytes under every strategy)."""
+    if isinstance(plan, NetworkPlan):
+        return float(sum(lp.cost.dram_bytes for lp in plan.layers if lp.op in WEIGHTED))
+    total = 0.0
+    for lp in plan.base.layers:
+        group = plan.group_of(lp.name)
+        if group is None:
+            total += lp.cost.dram_bytes if lp.op in WEIGHTED else 0.0
+        elif group.layers[0] == lp.name:
+            total += group.cost.dram_bytes
+    return total
+
+
+def _vector(cost: LayerCost) -> np.ndarray:
+    return np.array([cost.latency_cycles, cost.energy_pj, cost.dram_bytes])
+
+
+def _cut_dram(base: NetworkPlan, found: dict[tuple[int, int], tuple[GroupResult, str | None]], arch: Arch,
+              *, fused_only: bool) -> tuple[float, list[tuple[int, int]]]:
+    """The DRAM-optimal cut (Eq. 10 along the network), or with ``fused_only`` the one fusing as many
+    layers as possible (then the least DRAM): Ye et al.'s "inter-layer reuse with two fused layers"."""
+    covered = {i for s, e in found for i in range(s, e)}
+    singles = []
+    for i, lp in enumerate(base.layers):
+        v = _vector(lp.cost)
+        if lp.op not in WEIGHTED:
+            v[2] = 0.0
+        if fused_only and i in covered:
+            v[2] += _PENALTY
+        singles.append(v)
+    costs = {seg: LayerCost.from_batch(res.cost, 0, arch.dram_bytes_per_cycle) for seg, (res, _) in found.items()}
+    cut = choose_cut(DRAM, singles, {seg: _vector(c) for seg, c in costs.items()})
+    total = 0.0
+    for s, e in cut:
+        total += costs[(s, e)].dram_bytes if e - s > 1 else singles[s][2] - (_PENALTY if fused_only and s in covered
+                                                                            else 0.0)
+    return total, cut
+
+
+def fused_only_dram(network: Network, arch: Arch, plan: FusionPlan) -> float:
+    """Fused-two-layer-only DRAM bytes of ``network`` (Ye et al.'s pairs wherever one fits, single
+    layers elsewhere) on the single-layer plans of ``plan.base``."""
+    net = network.with_precision(Precision.uniform(arch.precision_bytes))
+    found = candidate_groups(net, arch, DRAM, max_group=2, searcher=group_searcher(FUSED))
+    return _cut_dram(plan.base, found, arch, fused_only=True)[0]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One network at one buffer size: DRAM bytes per curve and the Ye strategies the hybrid chose."""
+
+    network: str
+    kb: int
+    dram: dict[str, float]
+    chosen: dict[str, int]
+    seconds: float
+
+
+def conv_part(network: Network) -> Network:
+    """The network up to its classifier (the layers before the first global pool or FC layer): the
+    convolutions Ye et al. evaluate."""
+    layers = network.layers
+    end = next((i for i, x in enumerate(layers) if x.op in (OpKind.FC, OpKind.GLOBALPOOL)), len(layers))
+    return replace(network, layers=layers[:end])
+
+
+def network_point(label: str, zoo_name: str, batch: int, kb: int, *, jobs: int | None, general: bool = True
+                  ) -> Point:
+    """Every curve of Figs. 7 / 9 / 10 / 11 for one network (its convolutional part) and buffer size."""
+    t0 = time.perf_counter()
+    arch = words_arch(kb)
+    net = conv_part(api.load_network(zoo_name, batch=batch)).with_precision(Precision.uniform(1))
+    base = api.plan(net, arch, strategy="smartshuttle", objective=DRAM, batch=batch, jobs=jobs)
+    ye = candidate_groups(net, arch, DRAM, max_group=2, jobs=jobs or 1, searcher=group_searcher(FUSED))
+    hybrid, cut = _cut_dram(base, ye, arch, fused_only=False)
+    fused, _ = _cut_dram(base, ye, arch, fused_only=True)
+    fam = FUSED_FAMILIES["superslash"]
+    ss = candidate_groups(net, arch, DRAM, max_group=fam.max_group, jobs=jobs or 1, searcher=group_searcher(fam.fused))
+    superslash, _ = _cut_dram(base, ss, arch, fused_only=False)
+    dram = {"smartshuttle": network_dram(base), "fused_only": fused, "hybrid": hybrid, "superslash": superslash}
+    if general:
+        gbase = api.plan(net, arch, strategy="exhaustive", objective=DRAM, batch=batch, jobs=jobs)
+        dram["general"] = network_dram(plan_fusion(net, arch, gbase, DRAM, max_group=4, jobs=jobs or 1))
+    chosen: dict[str, int] = {}
+    for s, e in cut:
+        if e - s > 1:
+            name = classify(FusedGroup(tuple(net.layers[s:e])), ye[(s, e)][0].mapping)
+            chosen[name] = chosen.get(name, 0) + 1
+    return Point(label, kb, dram, chosen, time.perf_counter() - t0)
+
+
+def fig6_pair(c1: int, hw: int) -> tuple[FusedGroup, list[Layer]]:
+    """Fig. 6's DenseNet-121 pairs: a 1x1 conv C1 -> 128 then a 3x3 conv 128 -> 32 on hw x hw, batch 3."""
+    p = Precision.uniform(1)
+    l1 = Layer.conv("l1", n=3, c_in=c1, h=hw, w=hw, k_out=128, r=1, precision=p)
+    l2 = Layer.conv("l2", n=3, c_in=128, h=hw, w=hw, k_out=32, r=3, inputs=("l1",), precision=p)
+    return FusedGroup((l1, l2)), [l1, l2]
+
+
+def fig6_rows(c1: int, hw: int, sizes: Sequence[int], *, paper_formulas: bool = False) -> list[dict[str, Any]]:
+    """Per buffer size: DRAM elements of each fused strategy, of single-layer ir / wr / pr (both
+    layers the same dataflow), SmartShuttle (best per layer), and the printed Eq. 9 minimum."""
+    group, layers = fig6_pair(c1, hw)
+    rows = []
+    for kb in sizes:
+        arch = words_arch(kb)
+        row: dict[str, Any] = {"buffer_kb": kb}
+        for name in FUSED:
+            res = search_pair(group, arch, name)
+            row[name] = float(res.cost.dram_bytes[0]) if res is not None else float("nan")
+        per_layer = {name: [float(run_strategy(name, Problem(x, arch), DRAM).cost.dram_bytes[0]) for x in layers]
+                     for name in ORDERS}
+        for name in ORDERS:
+            row[name] = sum(per_layer[name])
+        # SmartShuttle: the best of ir / wr / pr per layer (what its brute force finds, tests).
+        row["smartshuttle"] = sum(min(per_layer[n][i] for n in ORDERS) for i in range(len(layers)))
+        printed = best_printed_f2l(PairShape.of(group), kb * 1024)
+        row["f2l_printed_eq9"] = printed.dram_elements if printed is not None else float("nan")
+        if paper_formulas:
+            for name in FUSED:
+                from tileplan.fusion.ye_formulas import best_printed
+
+                best = best_printed(name, PairShape.of(group), kb * 1024)
+                row[f"{name}_printed"] = best.dram_elements if best is not None else float("nan")
+        rows.append(row)
+    return rows
+
+
+def _best_fused(row: dict[str, Any]) -> str:
+    """The fused strategy with the fewest DRAM accesses in a Fig. 6 row (nan: does not fit)."""
+    fits = {n: row[n] for n in FUSED if row[n] == row[n]}
+    return min(fits, key=fits.__getitem__) if fits else "none"
+
+
+def _reduction(better: float, worse: float) -> float:
+    return 100.0 * (1.0 - better / worse) if worse else 0.0
+
+
+def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: None,
+        paper_formulas: bool = False) -> ExperimentResult:
+    """The experiment (``quick``: AlexNet at batch 1 and 256 K words, Fig. 6 at 128 K words)."""
+    t0 = time.perf_counter()
+    ref = Reference.load(NAME)
+    res = ExperimentResult(NAME, TITLE, PAPER, quick=quick)
+    sizes = QUICK_SIZES_KB if quick else SIZES_KB
+    fig6_sizes = QUICK_FIG6_SIZES_KB if quick else FIG6_SIZES_KB
+    # ---- Fig. 6: the two DenseNet-121 pairs
+    for key, c1, hw in (("fig6a", 336, 28), ("fig6b", 988, 7)):
+        log(f"{key}: DenseNet-121 pair C1={c1}, {hw}x{hw}")
+        rows = fig6_rows(c1, hw, fig6_sizes, paper_formulas=paper_formulas)
+        res.table(key, rows)
+        series = {k: [r[k] for r in rows] for k in (*FUSED, "ir", "wr", "pr", "smartshuttle", "f2l_printed_eq9")}
+        res.figure(key, partial(plots.lines, list(fig6_sizes), series, title=f"{key}: DenseNet-121 pair, DRAM vs "
+                                f"buffer", xlabel="buffer (K words)", ylabel="DRAM accesses (words)", logy=True))
+        fused_best = [_best_fused(r) for r in rows]
+        single_wins = [r["smartshuttle"] < min([r[n] for n in FUSED if r[n] == r[n]] or [float("inf")])
+                       for r in rows]
+        res.note(f"**{key}** best fused strategy per size: " + ", ".join(
+            f"{kb} KB {b}{' (single-layer wins)' if w else ''}" for kb, b, w in zip(fig6_sizes, fused_best,
+                                                                                   single_wins, strict=True)))
+        if key == "fig6a":
+            below = [kb for kb, b in zip(fig6_sizes, fused_best, strict=True) if b == "ir2l"]
+            res.compare(ref, "fig6a.ir2l_best_below_kb", float(max(below)) if below else 0.0)
+        else:
+            res.compare(ref, "fig6b.single_wins_up_to_kb",
+                        float(max((kb for kb, w in zip(fig6_sizes, single_wins, strict=True) if w), default=0)))
+            printed_wins = [r["smartshuttle"] < r["f2l_printed_eq9"] or r["f2l_printed_eq9"] != r["f2l_printed_eq9"]
+                            for r in rows]
+            res.note("**fig6b** with the printed Eq. 1-9 (zero padding fetched) single-layer reuse wins at "
+                     + ", ".join(f"{kb} KB: {'yes' if w else 'no'}" for kb, w in zip(fig6_sizes, printed_wins,
+                                                                                      strict=True)))
+    # ---- Figs. 7, 9, 10, 11: whole networks
+    points: list[Point] = []
+    for label, zoo_name, batch in QUICK_NETWORKS if quick else NETWORKS:
+        for kb in sizes:
+            log(f"{label} at {kb} KB")
+            points.append(network_point(label, zoo_name, batch, kb, jobs=jobs))
+    rows = [{"network": p.network, "buffer_kb": p.kb, **p.dram, "hybrid_pairs": " ".join(
+        f"{k}:{v}" for k, v in sorted(p.chosen.items())), "seconds": round(p.seconds, 2)} for p in points]
+    res.table("networks", rows)
+    for label in dict.fromkeys(p.network for p in points):
+        mine = [p for p in points if p.network == label]
+        base = [p.dram["smartshuttle"] for p in mine]
+        series = {c: [p.dram[c] / b for p, b in zip(mine, base, strict=True)] for c in CURVES}
+        res.figure(f"{label}_dram", partial(plots.lines, [p.kb for p in mine], series,
+                                            title=f"{label}: DRAM access normalised to SmartShuttle",
+                                            xlabel="buffer (K words)", ylabel="DRAM / SmartShuttle"))
+    _compare_networks(res, ref, points)
+    res.note(f"Run time {time.perf_counter() - t0:.1f} s ({'quick' if quick else 'full'}).")
+    return res
+
+
+def _window(points: list[Point], label: str, lo: int, hi: int) -> list[Point]:
+    return [p for p in points if p.network == label and lo <= p.kb <= hi]
+
+
+def _compare_networks(res: ExperimentResult, ref: Reference, points: list[Point]) -> None:
+    """The paper's headline percentages next to ours (where the run has the network)."""
+    for label, vs, key, lo, hi in (("densenet121", "smartshuttle", "densenet121.hybrid_vs_smartshuttle_max", 64, 576),
+                                   ("densenet121", "fused_only", "densenet121.hybrid_vs_fused_max", 64, 512),
+                                   ("resnext50", "smartshuttle", "resnext50.hybrid_vs_smartshuttle_max", 64, 576),
+                                   ("resnext50", "fused_only", "resnext50.hybrid_vs_fused_max", 64, 576),
+                                   ("alexnet_b3", "superslash", "alexnet.hybrid_vs_superslash_max_above_480", 481,
+                                    1024)):
+        window = _window(points, label, lo, hi)
+        if window:
+            res.compare(ref, key, max(_reduction(p.dram["hybrid"], p.dram[vs]) for p in window))
+    at128 = _window(points, "densenet121", 128, 128)
+    if at128:
+        p = at128[0]
+        res.compare(ref, "densenet121.hybrid_at_128kb",
+                    _reduction(p.dram["hybrid"], min(p.dram["smartshuttle"], p.dram["fused_only"])))
+    at1m = _window(points, "densenet121", 1024, 1024)
+    if at1m:
+        res.compare(ref, "densenet121.hybrid_vs_fused_at_1mb", _reduction(at1m[0].dram["hybrid"],
+                                                                          at1m[0].dram["fused_only"]))
+    for p in points:
+        order_ok = p.dram["hybrid"] <= min(p.dram["smartshuttle"], p.dram["fused_only"]) + 1e-6
+        general_ok = "general" not in p.dram or p.dram["general"] <= p.dram["hybrid"] + 1e-6
+        if not (order_ok and general_ok):
+            res.note(f"**check failed** {p.network} {p.kb} KB: hybrid {p.dram['hybrid']:.0f}, general "
+                     f"{p.dram.get('general', float('nan')):.0f}")
+    labels = sorted({p.network for p in points})
+    res.note("Hybrid <= min(SmartShuttle, fused-only) and general --fuse <= hybrid at every point of "
+             + ", ".join(labels) + " (checked; a failure would be listed above).")
+
+
+__all__ = ["NAME", "PAPER", "TITLE", "fig6_rows", "fused_only_dram", "network_dram", "network_point", "run",
+           "words_arch"]

@@ -1,0 +1,175 @@
+"""Ye et al.'s fused two-layer strategies (§3, Fig. 4) as named restrictions of the general fusion
+search (``fusion.search.search_group``), and their hybrid with single-layer reuse (§4, Eq. 9-10).
+
+A pair is two consecutive layers; when the second is a grouped convolution fed by an ungrouped
+first layer, its groups are Ye et al.'s sublayers (cardinality C, ResNeXt's Network-in-Neuron);
+otherwise C = 1. Every strategy tiles the second layer's output by ``a x b x h`` (tile_q, tile_p,
+tile_n), recomputes the halo of each tile (``a1 b1`` rows/cols of the first layer's input, with all
+C1 channels), holds the second layer's partial sums for all its filters (tile_k = D2), and differs in
+where the channel-chunk loop of the intermediate map sits and which weights stay on chip:
+
+==========  ==================================================================================
+``ir2l``    weights of both layers streamed every tile step, the intermediate map one channel at
+            a time (c = d = e = 1, Fig. 4a): input read once per step (Eq. 1-2)
+``wr2lv1``  all weights resident (read once), the intermediate map one channel at a time (Fig. 4b,
+            c = C): input once per step (Eq. 3-4)
+``wr2lv2``  the chunk loop (d filters of layer 1) outermost, its weights read once and kept over
+            every tile step, the whole output map's partial sums on chip, the input read once per
+            chunk (Fig. 4c, Eq. 5-6)
+``pr2l``    weights streamed every step in chunks of d filters, psums of one tile (Fig. 4d, Eq. 7-8)
+==========  ==================================================================================
+
+The model is the general fused model's (faithful counts: exact remainder tiles, padding never
+fetched); the printed Eq. 1-8 are ``fusion.ye_formulas`` and are tests. Where the general model
+cannot follow the pseudo-code literally it takes the nearest point and says so:
+
+* a grouped second layer cannot consume a channel chunk of one group (the general model chunks
+  only maps whose consumer reduces over all channels), so for C > 1 the intermediate tile is held
+  whole (more buffer than Eq. 2/4, the same DRAM bytes), and pr2l reads the input once per step
+  rather than C times (fewer DRAM bytes, more buffer); wr2lv2 needs a chunkable map (C = 1);
+* the pseudo-code's pr2l computes its d chunk one channel at a time; the model holds the d
+  channels of the chunk (a2 b2 h d instead of a2 b2 h of Eq. 8).
+
+``superslash`` (SuperSlash, Ahmad et al., as Ye et al. describe it): pr in the first fused layer
+(the intermediate tile complete, all channels, before the second layer reads it: no chunking) and
+ir in the second (its filters stream over the on-chip intermediate tile); no grouped layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from tileplan.arch.spec import Arch
+from tileplan.fusion.group import FusedGroup, FusedMapping, Overlap
+from tileplan.fusion.search import GroupResult, chunk_options, search_group
+from tileplan.search.objective import Objective
+
+#: Ye et al.'s fused two-layer strategies, in the paper's order.
+FUSED: tuple[str, ...] = ("ir2l", "wr2lv1", "wr2lv2", "pr2l")
+
+
+def cardinality(group: FusedGroup) -> int:
+    """Ye et al.'s C: the second layer's groups when it reads an ungrouped first layer, else 1."""
+    first, second = group.layers
+    return second.groups if second.groups > 1 and first.groups == 1 and second.has_weights else 1
+
+
+@dataclass(frozen=True)
+class Restriction:
+    """Arguments of ``search_group`` that make a strategy (``None``: not applicable to the pair)."""
+
+    residencies: list[tuple[bool, ...]]
+    chunks: list[tuple[int, ...]]
+    outers: tuple[bool, ...]
+
+
+def restriction(name: str, group: FusedGroup) -> Restriction | None:
+    """The fused space of strategy ``name`` for the pair ``group``."""
+    if len(group) != 2:
+        return None
+    first, second = group.layers
+    if not (first.has_weights and second.has_weights) or first.groups > 1:
+        return None  # two convolutions, the first reading all C1 channels (a pool between: three layers)
+    full: tuple[int, ...] = (first.k_out,)
+    chunkable = group.chunkable(0)
+    one: list[tuple[int, ...]] = [(1,)] if chunkable else [full]
+    streamed: list[tuple[bool, ...]] = [(not first.has_weights, not second.has_weights)]
+    resident: list[tuple[bool, ...]] = [(True, True)]
+    any_chunk: list[tuple[int, ...]] = [c for c in chunk_options(group) if c != full] if chunkable else [full]
+    if name == "ir2l":
+        return Restriction(streamed, one, (False,))
+    if name == "wr2lv1":
+        return Restriction(resident, one, (False,))
+    if name == "wr2lv2":
+        return Restriction(streamed, any_chunk, (True,)) if chunkable else None
+    if name == "pr2l":
+        return Restriction(streamed, any_chunk, (False,))
+    if name == "superslash":
+        if first.groups > 1 or second.groups > 1:
+            return None
+        return Restriction([(True, True), (True, False), (False, True), (False, False)], [full], (False,))
+    raise ValueError(f"unknown fused strategy {name!r}")
+
+
+def search_pair(group: FusedGroup, arch: Arch, name: str, objective: Objective | str = Objective.DRAM
+                ) -> GroupResult | None:
+    """Best mapping of the pair under strategy ``name`` (``None``: not applicable or nothing fits)."""
+    r = restriction(name, group)
+    if r is None:
+        return None
+    return search_group(group, arch, objective, overlaps=(Overlap.RECOMPUTE,), residencies=r.residencies,
+                        chunks=r.chunks, outers=r.outers, tile_ks=[group.last.k_out])
+
+
+def _key(obj: Objective, res: GroupResult) -> tuple[float, float]:
+    return float(obj.key(res.cost)[0]), float(res.cost.latency_cycles[0])
+
+
+def search_f2l(group: FusedGroup, arch: Arch, objective: Objective | str = Objective.DRAM,
+               strategies: tuple[str, ...] = FUSED) -> tuple[str, GroupResult] | None:
+    """Eq. 9: the best of Ye et al.'s fused strategies for the pair (name and result)."""
+    obj = Objective(objective)
+    found = [(name, res) for name in strategies if (res := search_pair(group, arch, name, obj)) is not None]
+    if not found:
+        return None
+    return min(found, key=lambda item: _key(obj, item[1]))
+
+
+def _search_only(group: FusedGroup, arch: Arch, objective: Objective, *, strategies: tuple[str, ...]
+                 ) -> GroupResult | None:
+    best = search_f2l(group, arch, objective, strategies)
+    return None if best is None else best[1]
+
+
+def group_searcher(strategies: tuple[str, ...]) -> Callable[[FusedGroup, Arch, Objective], GroupResult | None]:
+    """A ``search_group`` replacement for the network planner that searches only ``strategies``
+    (picklable, so the planner may run it in worker processes)."""
+    return partial(_search_only, strategies=strategies)
+
+
+
+
+@dataclass(frozen=True)
+class FusedFamily:
+    """What ``--strategy NAME --fuse`` plans for a paper's fused family: every layer alone with the
+    single-layer ``single`` strategy, candidate groups of up to ``max_group`` layers searched only
+    over ``fused``, and the network planner's cut between them (Eq. 10 along the network)."""
+
+    single: str
+    fused: tuple[str, ...]
+    max_group: int = 2
+
+
+#: ``ye``: Ye et al.'s hybrid (SmartShuttle per layer or a fused pair by ir2l / wr2lv1 / wr2lv2 /
+#: pr2l); ``superslash``: the SuperSlash baseline (pr then ir in a fused pair, no grouped layers).
+FUSED_FAMILIES: dict[str, FusedFamily] = {
+    "ye": FusedFamily("smartshuttle", FUSED),
+    "superslash": FusedFamily("smartshuttle", ("superslash",)),
+}
+
+
+def classify(group: FusedGroup, mapping: FusedMapping) -> str:
+    """The Ye et al. strategy a fused pair's mapping is a point of (``"other"`` outside them)."""
+    if len(group) != 2 or mapping.overlap is not Overlap.RECOMPUTE or mapping.tile_k < group.last.k_out:
+        return "other"
+    weighted = [x.has_weights for x in group.layers]
+    resident = all(r or not w for r, w in zip(mapping.resident, weighted, strict=True))
+    streamed = all(not r or not w for r, w in zip(mapping.resident, weighted, strict=True))
+    chunked = mapping.chunk[0] < group.layers[0].k_out
+    if mapping.chunk_outer:
+        return "wr2lv2"
+    if not chunked and not group.chunkable(0):
+        return "wr2lv1" if resident else "ir2l" if streamed else "other"
+    if not chunked:
+        return "superslash"
+    if resident:
+        return "wr2lv1" if mapping.chunk[0] == 1 else "other"
+    if streamed:
+        return "ir2l" if mapping.chunk[0] == 1 else "pr2l"
+    return "other"
+
+
+__all__ = ["FUSED", "FUSED_FAMILIES", "FusedFamily", "Restriction", "cardinality", "classify", "group_searcher",
+           "restriction", "search_f2l", "search_pair"]
