@@ -32,7 +32,7 @@ from tileplan.mapping import Mapping
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
 from tileplan.report.correlation import Correlation
-from tileplan.search import STRATEGIES
+from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
 from tileplan.search import run as run_strategy
 from tileplan.search.exhaustive import SplitSearch, merge_split_searches, search_splits
 from tileplan.search.objective import DramModel, Objective
@@ -74,9 +74,10 @@ def check_options(*, strategy: str = "exhaustive", objective: str | Objective = 
         if not fuse:
             raise TileplanError(f"strategy {strategy!r} chooses fused pairs along the network: add --fuse (its "
                                 f"single-layer part alone is --strategy {FUSED_FAMILIES[strategy].single})")
-    elif strategy not in STRATEGIES:
-        raise TileplanError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)} (with --fuse "
-                            f"also {', '.join(FUSED_FAMILIES)})")
+    elif strategy not in STRATEGIES and strategy not in LEVEL_STRATEGIES:
+        raise TileplanError(f"unknown strategy {strategy!r}; choose one of "
+                            f"{', '.join([*STRATEGIES, *LEVEL_STRATEGIES])} (with --fuse also "
+                            f"{', '.join(FUSED_FAMILIES)})")
     if str(objective) not in OBJECTIVES:
         raise TileplanError(f"unknown objective {str(objective)!r}; choose one of {', '.join(OBJECTIVES)}")
     if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= MAX_BUDGET:
@@ -326,8 +327,13 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                         "dram_model": dram_model, **(options or {})})
 
 
-def strategy_options(*, fix_partition: str | None = None, fix_schedule: str | None = None) -> dict[str, Any]:
-    """Validated strategy options (TSO's fixed baselines); raises ``TileplanError`` on a bad name."""
+def strategy_options(*, fix_partition: str | None = None, fix_schedule: str | None = None,
+                     pruning: Sequence[str] = (), max_parallel: int | None = None,
+                     min_utilization: float | None = None) -> dict[str, Any]:
+    """Validated strategy options; raises ``TileplanError`` on a bad name. TSO's fixed baselines
+    (``fix_partition``, ``fix_schedule``); MARVEL's pruning switches (``marvel``, ``marvel-joint`` and
+    the dataflow baselines): ``pruning`` names the ones to switch off (:data:`MARVEL_PRUNING`),
+    ``max_parallel`` (dimensions that fan out) and ``min_utilization`` (PE fraction a step uses)."""
     from tileplan.search.tso import parse_partition, parse_schedule
 
     out: dict[str, Any] = {}
@@ -335,7 +341,32 @@ def strategy_options(*, fix_partition: str | None = None, fix_schedule: str | No
         out["fix_partition"] = parse_partition(fix_partition).value
     if fix_schedule:
         out["fix_schedule"] = parse_schedule(fix_schedule).value
+    for name in pruning:
+        if name not in MARVEL_PRUNING:
+            raise TileplanError(f"unknown pruning option {name!r}; choose from {', '.join(MARVEL_PRUNING)}")
+        key, value = MARVEL_PRUNING[name]
+        out[key] = value
+    if max_parallel is not None:
+        if max_parallel < 1:
+            raise TileplanError(f"--max-parallel must be at least 1, got {max_parallel}")
+        out["max_parallel"] = max_parallel
+    if min_utilization is not None:
+        if not 0.0 <= min_utilization <= 1.0:
+            raise TileplanError(f"--min-utilization must be between 0 and 1, got {min_utilization}")
+        out["min_utilization"] = min_utilization
     return out
+
+
+#: MARVEL's pruning options that ``--no-prune NAME`` switches off: name -> (strategy option, value).
+MARVEL_PRUNING: dict[str, tuple[str, Any]] = {
+    "divisors": ("divisors", False),  # on-chip tiles need not divide their parent's (prologues/epilogues)
+    "offchip-divisors": ("offchip_divisors", False),  # the same for the level-3 (DRAM) tiles
+    "unroll-rs": ("unroll_rs", False),  # R and S may take several on-chip steps
+    "symmetry": ("symmetry", False),  # keep orders that mirror P,R <-> Q,S on square tiles
+    "layouts": ("every_layout", True),  # every permutation of each tensor, not one per innermost dim
+    "utilization": ("min_utilization", 0.0),  # no minimum PE utilisation
+    "bound": ("bound", False),  # cost every candidate (no lower-bound pruning; same result)
+}
 
 
 def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, objective: str | Objective = "latency",
@@ -384,7 +415,7 @@ def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Se
 def compare(network: str | Path | Network, arch: str | Path | Arch, strategies: Sequence[str], *,
             objective: str | Objective = "latency", batch: int = 1, budget: int = 20_000, seed: int = 0,
             jobs: int | None = None, progress: Progress | None = None, fuse: bool = False,
-            max_group: int = 4) -> Comparison:
+            max_group: int = 4, options: dict[str, Any] | None = None) -> Comparison:
     """Plan ``network`` once per strategy (same accelerator, objective, budget and seed) and rank them
     per layer and in total (:class:`tileplan.compare.Comparison`). With ``fuse`` each strategy's plan
     is :func:`plan_fused` (its unfused plan plus the fused groups chosen over it) and rows are blocks
@@ -401,7 +432,7 @@ def compare(network: str | Path | Network, arch: str | Path | Arch, strategies: 
             plan_fused(net, a, strategy=s, objective=objective, batch=batch, budget=budget, seed=seed, jobs=jobs,
                        max_group=max_group, progress=progress) for s in names))
     plans = tuple(plan(net, a, strategy=s, objective=objective, batch=batch, budget=budget, seed=seed, jobs=jobs,
-                       progress=progress) for s in names)
+                       progress=progress, options=options) for s in names)
     return Comparison.from_plans(plans)
 
 

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from tileplan.errors import TileplanError
-from tileplan.search import STRATEGIES
+from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
 from tileplan.search.objective import Objective
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -35,7 +35,10 @@ _REPORTED: list[bool] = []  # "interrupted" printed (so that it is printed once)
 
 ARCH_HELP = "Preset name (see `tileplan arch list`), YAML file, or e-PlaNNer JSON file."
 MODEL_HELP = "Zoo network name (see `tileplan zoo list`) or an .onnx file."
-STRATEGY_HELP = "Search strategy: " + " | ".join(STRATEGIES) + "; with --fuse also ye | superslash."
+STRATEGY_HELP = ("Search strategy: " + " | ".join(STRATEGIES) + "; multi-level (MARVEL, an on-chip level below "
+                 "the DRAM tiles): " + " | ".join(LEVEL_STRATEGIES) + "; with --fuse also ye | superslash.")
+NO_PRUNE_HELP = ("marvel*: switch a pruning option off (repeatable): divisors | offchip-divisors | unroll-rs | "
+                 "symmetry | layouts | utilization | bound.")
 OBJECTIVE_HELP = "What the search minimises: " + " | ".join(o.value for o in Objective) + "."
 SET_HELP = ("Change one field of the machine, PATH=VALUE (repeatable): dram.bandwidth_bytes_per_s=8e9, "
             "memories.input.size_bytes=16KiB, pe_array.axes.rows.size=8.")

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, OBJECTIVE_HELP, SET_HELP, _guard, _progress, app, out
+from tileplan.cli.app import ARCH_HELP, MODEL_HELP, NO_PRUNE_HELP, OBJECTIVE_HELP, SET_HELP, _guard, _progress, app, out
 
 
 @app.command()
@@ -25,6 +25,11 @@ def compare(
     jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
     json_path: Path | None = typer.Option(None, "--json", help="Write the comparison as JSON."),
     csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer and strategy."),
+    no_prune: list[str] | None = typer.Option(None, "--no-prune", help=NO_PRUNE_HELP),
+    max_parallel: int | None = typer.Option(None, "--max-parallel",
+                                            help="marvel*: most dimensions that fan out over the PEs (default 3)."),
+    min_utilization: float | None = typer.Option(None, "--min-utilization",
+                                                 help="marvel*: least fraction of the PEs a step uses (default 0.1)."),
     fuse: bool = typer.Option(False, "--fuse", help="Compare fused plans (`plan --fuse`); rows are then blocks of "
                               "layers that every strategy covers with whole groups."),
     max_group: int = typer.Option(4, "--max-group", min=2, help="Most layers in one fused group (with --fuse)."),
@@ -40,6 +45,8 @@ def compare(
             if target is not None:
                 check_output_file(target)
         names = [s.strip() for s in strategies.split(",") if s.strip()]
+        options = api.strategy_options(pruning=no_prune or (), max_parallel=max_parallel,
+                                       min_utilization=min_utilization)
         machine = api.load_arch(arch, sets or ())
         network = api.load_network(model, batch=batch)
         with _progress() as bar:
@@ -49,7 +56,7 @@ def compare(
                 bar.update(task, completed=done, total=total, label=label)
 
             result = api.compare(network, machine, names, objective=objective, batch=batch, budget=budget, seed=seed,
-                                 jobs=jobs, fuse=fuse, max_group=max_group, progress=tick)
+                                 jobs=jobs, fuse=fuse, max_group=max_group, options=options, progress=tick)
         out.print(comparison_table(result, show_all=all_layers))
         for fp in result.fused:
             out.print(f"{fp.base.strategy}: fused groups " + (", ".join(g.name for g in fp.groups) or "none"),

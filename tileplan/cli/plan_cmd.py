@@ -8,7 +8,18 @@ from pathlib import Path
 import typer
 
 from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, OBJECTIVE_HELP, SET_HELP, STRATEGY_HELP, _guard, _progress, app, out
+from tileplan.cli.app import (
+    ARCH_HELP,
+    MODEL_HELP,
+    NO_PRUNE_HELP,
+    OBJECTIVE_HELP,
+    SET_HELP,
+    STRATEGY_HELP,
+    _guard,
+    _progress,
+    app,
+    out,
+)
 from tileplan.errors import TileplanError
 from tileplan.fusion.plan import FusionPlan
 from tileplan.workload.network import Network
@@ -40,6 +51,11 @@ def plan(
                                           "time, layer graph) as PNG and SVG into this folder."),
     fuse: bool = typer.Option(False, "--fuse", help="Also fuse chains of layers (intermediate maps stay on chip)."),
     max_group: int = typer.Option(4, "--max-group", help="Most layers in one fused group (with --fuse)."),
+    no_prune: list[str] | None = typer.Option(None, "--no-prune", help=NO_PRUNE_HELP),
+    max_parallel: int | None = typer.Option(None, "--max-parallel",
+                                            help="marvel*: most dimensions that fan out over the PEs (default 3)."),
+    min_utilization: float | None = typer.Option(None, "--min-utilization",
+                                                 help="marvel*: least fraction of the PEs a step uses (default 0.1)."),
 ) -> None:
     """Find the best mapping of every layer of MODEL and print a per-layer table with totals
     (with --fuse: the best cut into fused groups and single layers)."""
@@ -53,7 +69,8 @@ def plan(
                 check_output_file(target)
         if plots_dir is not None:
             check_output_folder(plots_dir)
-        options = api.strategy_options(fix_partition=fix_partition, fix_schedule=fix_schedule)
+        options = api.strategy_options(fix_partition=fix_partition, fix_schedule=fix_schedule, pruning=no_prune or (),
+                                       max_parallel=max_parallel, min_utilization=min_utilization)
         machine = api.load_arch(arch, sets or ())
         network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
         with _progress() as bar:

@@ -12,7 +12,7 @@ from tileplan.errors import TileplanError
 from tileplan.search.baselines import ma, smartshuttle_rules, zhang
 from tileplan.search.eplanner import eplanner
 from tileplan.search.exhaustive import exhaustive
-from tileplan.search.marvel import marvel, marvel_joint, nvdla, rs, shidiannao
+from tileplan.search.marvel import marvel, marvel_joint, marvel_random, nvdla, rs, shidiannao
 from tileplan.search.objective import DramModel, Objective, best_index, recost, volume_problem
 from tileplan.search.random_search import random_search
 from tileplan.search.result import SearchResult
@@ -52,6 +52,7 @@ STRATEGIES: dict[str, Strategy] = {
 LEVEL_STRATEGIES: dict[str, Strategy] = {
     "marvel": marvel,
     "marvel-joint": marvel_joint,
+    "marvel-random": marvel_random,
     "rs": rs,
     "nvdla": nvdla,
     "shidiannao": shidiannao,

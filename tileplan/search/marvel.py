@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from tileplan.cost.problem import Problem
 from tileplan.dims import Dim
 from tileplan.errors import InfeasibleError, TileplanError
 from tileplan.mapping import Mapping
-from tileplan.search.marvel_offchip import candidate_tiles, fits, offchip
+from tileplan.search.marvel_offchip import OffChip, candidate_tiles, fits, offchip
 from tileplan.search.marvel_onchip import OnChip, OnChipOptions, onchip
 from tileplan.search.objective import Objective
 from tileplan.search.result import SearchResult
@@ -37,19 +38,22 @@ def _single_core(problem: Problem, name: str) -> None:
 
 
 def _options(divisors: bool, unroll_rs: bool, symmetry: bool, max_parallel: int, min_utilization: float,
-             parallel: tuple[Dim, ...] | None = None) -> OnChipOptions:
+             parallel: tuple[Dim, ...] | None = None, bound: bool = True) -> OnChipOptions:
+    if max_parallel < 1:
+        raise TileplanError(f"max_parallel must be at least 1 (dimensions that fan out), got {max_parallel}")
+    if not 0.0 <= min_utilization <= 1.0:
+        raise TileplanError(f"min_utilization must be between 0 and 1 (a fraction of the PEs), got {min_utilization}")
     return OnChipOptions(divisors=divisors, unroll_rs=unroll_rs, symmetry=symmetry, max_parallel=max_parallel,
-                         min_utilization=min_utilization, parallel=parallel)
+                         min_utilization=min_utilization, parallel=parallel, bound=bound)
 
 
 def _relaxed(problem: Problem, base: Mapping, objective: Objective, opts: OnChipOptions,
              base_orders: list[tuple[Dim, ...]] | None = None) -> OnChip | None:
     """The on-chip search; if its pruning leaves nothing, again without the utilisation bound."""
-    found = onchip(problem, base, objective, opts, base_orders=base_orders)
+    found = onchip(problem, base, objective, opts, base_orders=base_orders, bound=opts.bound)
     if found is None and opts.min_utilization > 0:
-        found = onchip(problem, base, objective, _options(opts.divisors, opts.unroll_rs, opts.symmetry,
-                                                          opts.max_parallel, 0.0, opts.parallel),
-                       base_orders=base_orders)
+        found = onchip(problem, base, objective, replace(opts, min_utilization=0.0), base_orders=base_orders,
+                       bound=opts.bound)
     return found
 
 
@@ -63,11 +67,27 @@ def _onchip_or_relaxed(problem: Problem, base: Mapping, objective: Objective, op
 
 def marvel(problem: Problem, objective: Objective, *, divisors: bool = True, unroll_rs: bool = True,
            symmetry: bool = True, max_parallel: int = 3, min_utilization: float = 0.1,
-           every_layout: bool = False) -> SearchResult:
-    """MARVEL's decoupled search (see the module docstring); every pruning option can be switched off."""
+           every_layout: bool = False, bound: bool = True, offchip_divisors: bool = True) -> SearchResult:
+    """MARVEL's decoupled search (see the module docstring); every pruning option can be switched off:
+    ``divisors`` (on-chip tiles divide their parent's, no prologue/epilogue), ``offchip_divisors``
+    (the same for the level-3 tiles), ``unroll_rs``, ``symmetry``, ``max_parallel``,
+    ``min_utilization``, ``every_layout`` (all 24 permutations per tensor instead of one per
+    innermost dimension) and ``bound`` (the safe lower-bound pruning of the on-chip search)."""
     return _decoupled("marvel", problem, objective, _options(divisors, unroll_rs, symmetry, max_parallel,
-                                                             min_utilization), every_layout=every_layout,
-                      divisors=divisors)
+                                                             min_utilization, bound=bound),
+                      every_layout=every_layout, divisors=offchip_divisors)
+
+
+def marvel_parts(problem: Problem, objective: Objective, *, divisors: bool = True, unroll_rs: bool = True,
+                 symmetry: bool = True, max_parallel: int = 3, min_utilization: float = 0.1,
+                 every_layout: bool = False, bound: bool = True, offchip_divisors: bool = True,
+                 parallel: tuple[Dim, ...] | None = None) -> tuple[OffChip, OnChip]:
+    """The two stages of MARVEL's decoupled search, for reports (space sizes, DB blocks, slopes);
+    ``parallel``: only these dimensions fan out (the baselines)."""
+    _single_core(problem, "marvel")
+    opts = _options(divisors, unroll_rs, symmetry, max_parallel, min_utilization, parallel, bound)
+    off = offchip(problem, divisors=offchip_divisors, every_layout=every_layout)
+    return off, _onchip_or_relaxed(problem, off.mapping, objective, opts)
 
 
 def _decoupled(name: str, problem: Problem, objective: Objective, opts: OnChipOptions, *, every_layout: bool,
@@ -82,9 +102,10 @@ def _decoupled(name: str, problem: Problem, objective: Objective, opts: OnChipOp
 
 def _baseline(name: str, parallel: tuple[Dim, ...]) -> Callable[..., SearchResult]:
     def strategy(problem: Problem, objective: Objective, *, divisors: bool = True, unroll_rs: bool = False,
-                 symmetry: bool = True, min_utilization: float = 0.1) -> SearchResult:
-        opts = _options(divisors, unroll_rs, symmetry, len(parallel), min_utilization, parallel)
-        return _decoupled(name, problem, objective, opts, every_layout=False, divisors=divisors)
+                 symmetry: bool = True, min_utilization: float = 0.1, bound: bool = True,
+                 offchip_divisors: bool = True) -> SearchResult:
+        opts = _options(divisors, unroll_rs, symmetry, len(parallel), min_utilization, parallel, bound)
+        return _decoupled(name, problem, objective, opts, every_layout=False, divisors=offchip_divisors)
 
     strategy.__doc__ = (f"MARVEL's off-chip choice, on-chip fan-out over {', '.join(d.name for d in parallel)} "
                         f"only (the {name} dataflow of MARVEL's Fig. 8).")
@@ -98,13 +119,14 @@ shidiannao = _baseline("shidiannao", (Dim.P, Dim.Q))
 
 
 def marvel_joint(problem: Problem, objective: Objective, *, divisors: bool = True, unroll_rs: bool = True,
-                 symmetry: bool = True, max_parallel: int = 3, min_utilization: float = 0.1) -> SearchResult:
+                 symmetry: bool = True, max_parallel: int = 3, min_utilization: float = 0.1, bound: bool = True,
+                 offchip_divisors: bool = True) -> SearchResult:
     """The joint space exhaustively (see the module docstring)."""
     _single_core(problem, "marvel-joint")
     t0 = time.perf_counter()
-    opts = _options(divisors, unroll_rs, symmetry, max_parallel, min_utilization)
-    off = offchip(problem, divisors=divisors)
-    tiles = candidate_tiles(problem, divisors)
+    opts = _options(divisors, unroll_rs, symmetry, max_parallel, min_utilization, bound=bound)
+    off = offchip(problem, divisors=offchip_divisors)
+    tiles = candidate_tiles(problem, offchip_divisors)
     layouts = off.mapping.layouts
     orders = [tuple(Dim(int(d)) for d in o) for o in class_orders()]
     if off.mapping.order not in orders:
@@ -140,13 +162,13 @@ def marvel_random(problem: Problem, objective: Objective, *, seconds: float = 1.
     if len(tiles) == 0:
         raise InfeasibleError(f"no level-3 tile of layer {problem.layer.name!r} fits {problem.arch.name}")
     orders = class_orders()
-    free = _options(False, False, False, 8, 0.0)
+    free = _options(False, False, False, 8, 0.0, bound=False)
     best: tuple[tuple[float, ...], OnChip] | None = None
     evaluated = 0
     while best is None or time.perf_counter() - t0 < seconds:
         tile = tiles[rng.integers(len(tiles))]
         base = Mapping(tiles=tuple(int(x) for x in tile), order=tuple(Dim(int(d)) for d in orders[rng.integers(16)]))
-        found = onchip(problem, base, objective, free, sample=(rng, per_draw))
+        found = onchip(problem, base, objective, free, sample=(rng, per_draw), bound=False)
         if found is None:
             if time.perf_counter() - t0 > 10 * seconds:
                 raise InfeasibleError(f"random sampling found no on-chip level of layer {problem.layer.name!r} "

@@ -7,7 +7,9 @@ divide level-2 tiles, which divide level-3 tiles), ``unroll_rs`` (one step cover
 5-D nest), ``symmetry`` (on square tiles, skip orders that mirror a kept one by swapping P,R with
 Q,S), ``max_parallel`` (dimensions with a fan-out above one), ``min_utilization`` (a step uses at
 least this fraction of the PEs), ``parallel`` (only these dimensions may fan out: the fixed-dataflow
-baselines). A batch of one needs no N loop (its tile is 1).
+baselines). A batch of one needs no N loop (its tile is 1). Beyond the paper, ``bound`` prunes
+safely: candidates whose lower bound over every loop order is worse than the best found are never
+costed (the result is unchanged).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class OnChipOptions:
     max_parallel: int = 3
     min_utilization: float = 0.1
     parallel: tuple[Dim, ...] | None = None
+    bound: bool = True  # the safe lower-bound pruning (see :func:`onchip`)
 
 
 def _dim_options(length: int, unrolled: bool, fan: bool, divisors: bool, pes: int) -> np.ndarray:

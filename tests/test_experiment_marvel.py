@@ -1,0 +1,51 @@
+"""`tileplan experiment marvel --quick`: MARVEL's §4, reduced to two layers and one joint layer."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from tileplan.experiments.common import Reference
+
+
+def test_quick_run_writes_every_table_figure_and_explains_every_gap(tmp_path: Path) -> None:
+    from tileplan.cli import app
+
+    result = CliRunner().invoke(app, ["experiment", "marvel", "--quick", "--jobs", "1", "-o", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "0 unexplained" in result.output
+    summary = (tmp_path / "summary.md").read_text()
+    assert "UNEXPLAINED" not in summary and "fig8.throughput_geomean" in summary
+    for name in ("table3_offchip", "fig6_layouts_per_layer", "fig7_uniform_layouts", "table4_space", "fig8_onchip",
+                 "fig10_decoupling_gap"):
+        assert (tmp_path / f"{name}.csv").exists(), name
+    for name in ("table3_db_blocks", "fig6_layouts_per_layer", "fig7_uniform_layouts", "table4_space",
+                 "fig8_throughput_eyeriss", "fig8_energy_edge", "fig10_decoupling_gap"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 0, name
+    table3 = {r["layer"]: r for r in csv.DictReader((tmp_path / "table3_offchip.csv").open())}
+    assert set(table3) == {"L4", "L10"}
+    # L4 (depthwise) keeps its whole 5x5 output and 3x3 window; ours is never above the paper's tile
+    assert "P5 Q5 R3 S3" in table3["L4"]["our_tiles"]
+    assert float(table3["L4"]["our_db_blocks"]) <= float(table3["L4"]["paper_db_blocks_our_model"])
+    # the paper's L10 tile (1024 channels, two addends and the sum) does not fit our double-buffered L2
+    assert table3["L10"]["paper_tile_fits_l2"] == "False"
+    assert int(table3["L10"]["paper_tile_needs_bytes"]) > 108 * 1024
+    # 36 layouts per layer, each normalised to the layer's best (>= 1, the best exactly 1)
+    fig6 = list(csv.DictReader((tmp_path / "fig6_layouts_per_layer.csv").open()))
+    assert len(fig6) == 72 and min(float(r["normalised"]) for r in fig6) == 1.0
+    gap = list(csv.DictReader((tmp_path / "fig10_decoupling_gap.csv").open()))
+    assert {r["platform"] for r in gap} == {"eyeriss", "edge"}
+    assert all(float(r["joint_cycles"]) <= float(r["marvel_cycles"]) for r in gap)
+    space = list(csv.DictReader((tmp_path / "table4_space.csv").open()))
+    for r in space:
+        assert float(r["onchip_costed_after_bound"]) <= float(r["onchip_pruned"]) < float(r["onchip_decoupled"])
+        assert float(r["offchip_pruned"]) < float(r["offchip_decoupled"]) < float(r["original"])
+
+
+def test_reference_cites_every_paper_number() -> None:
+    ref = Reference.load("marvel")
+    assert ref.value("fig8.throughput_geomean") == 5.23 and ref.value("fig8.energy_geomean") == 1.12
+    assert ref.value("table4.original.avg") == 9.4e18 and ref.value("table4.total_pruned.avg") == 2.1e8
+    assert all(v.source for v in ref.values.values())
