@@ -18,8 +18,9 @@ Intermediate maps and reuse buffers live in the memory that holds inputs.
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import product
@@ -133,6 +134,19 @@ class GroupModel:
         if key not in self._memo:
             self._memo[key] = make()
         return cast(T, self._memo[key])
+
+    def on_shares(self, archs: Sequence[Arch]) -> GroupModel:
+        """This model with layer ``m`` computed on ``archs[m]``: its share of the PE array and register
+        file (a resource partition, ``fusion.partition``). Only the compute (unroll options and cycles)
+        changes; tile propagation, histograms, DRAM traffic, capacity and energy stay those of
+        ``self.arch``, so the shares must differ from it only in ``pe_array`` and ``register_file``."""
+        if len(archs) != len(self.layers):
+            raise ValueError(f"{len(archs)} shares for a group of {len(self.layers)} layers")
+        other = copy.copy(self)
+        other.problems = [Problem(layer, a) for layer, a in zip(self.layers, archs, strict=True)]
+        other._cache = {k: v for k, v in self._cache.items() if k[0] not in ("unroll", "compute")}
+        other._memo = {k: v for k, v in self._memo.items() if k[0] not in ("compute", "scal", "min_compute")}
+        return other
 
     def cached(self, key: tuple[object, ...], make: Callable[[], np.ndarray]) -> np.ndarray:
         """``make()`` computed once per ``key`` for this model's candidates."""

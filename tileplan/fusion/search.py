@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from itertools import product
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +48,7 @@ class GroupResult:
     screened: int = 0
     configs: int = 0
     configs_skipped: int = 0
+    partition: dict[str, Any] | None = None  # the resource partition (``fusion.partition``) if restricted
 
 
 def _powers_below(n: int) -> list[int]:
