@@ -30,6 +30,7 @@ SLOW = {
     "tileplan run": "needs the program `emit` writes",
     "tileplan bench": "timings differ from run to run",
     "tileplan sweep": "plans 32 points and prints its wall time (tests/test_sweep.py checks sweeps)",
+    "tileplan plan vgg16 --arch hwff1 --strategy hwff": "plans VGG16 exhaustively, then its fused pairs (a minute)",
     "tileplan correlate": "reads a board's measurements (measured.csv) that the README does not ship",
     "tileplan plan mobilenetv2": "plans MobileNetV2 with every fused pair (tests/test_ye_hybrid.py checks the hybrid)",
 }

@@ -45,6 +45,9 @@ from tileplan.workload.network import Network
 
 __all__ = ["Mapping", "compare", "evaluate", "load_arch", "load_network", "plan", "plan_layer"]
 
+#: Strategies that plan fused groups (``plan --fuse`` only): their single layers use ``exhaustive``.
+FUSION_STRATEGIES: tuple[str, ...] = ("hwff",)
+
 #: Names of the objectives a search can minimise (``search.objective.Objective``).
 OBJECTIVES: tuple[str, ...] = tuple(o.value for o in Objective)
 
@@ -74,10 +77,13 @@ def check_options(*, strategy: str = "exhaustive", objective: str | Objective = 
         if not fuse:
             raise TileplanError(f"strategy {strategy!r} chooses fused pairs along the network: add --fuse (its "
                                 f"single-layer part alone is --strategy {FUSED_FAMILIES[strategy].single})")
+    elif strategy in FUSION_STRATEGIES:
+        if not fuse:
+            raise TileplanError(f"strategy {strategy!r} plans fused groups: add --fuse")
     elif strategy not in STRATEGIES and strategy not in LEVEL_STRATEGIES:
         raise TileplanError(f"unknown strategy {strategy!r}; choose one of "
                             f"{', '.join([*STRATEGIES, *LEVEL_STRATEGIES])} (with --fuse also "
-                            f"{', '.join(FUSED_FAMILIES)})")
+                            f"{', '.join([*FUSED_FAMILIES, *FUSION_STRATEGIES])})")
     if str(objective) not in OBJECTIVES:
         raise TileplanError(f"unknown objective {str(objective)!r}; choose one of {', '.join(OBJECTIVES)}")
     if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= MAX_BUDGET:
@@ -376,16 +382,20 @@ def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, object
     """Plan ``network`` with layer fusion: the unfused plan of every layer (:func:`plan`), then the
     fused groups of up to ``max_group`` layers that the dynamic programme of ``fusion.planner``
     chooses (never worse than the unfused plan under ``objective``)."""
-    from tileplan.fusion.planner import plan_fusion
+    from tileplan.fusion.planner import GroupSearch, plan_fusion
     from tileplan.fusion.ye import FUSED_FAMILIES, group_searcher
 
     if max_group < 2:
         raise TileplanError(f"max_group must be at least 2 (a group fuses two or more layers), got {max_group}")
     check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch, fuse=True)
     family = FUSED_FAMILIES.get(strategy)
-    searcher = None
+    searcher: GroupSearch | None = None
     if family is not None:  # a paper's fused family: its single-layer strategy, its pairs only
         strategy, max_group, searcher = family.single, family.max_group, group_searcher(family.fused)
+    elif strategy == "hwff":  # HW-Flow-Fusion: its restricted group search, single layers exhaustive
+        from tileplan.fusion.hwff import search_hwff
+
+        strategy, searcher = "exhaustive", search_hwff
     a = load_arch(arch)
     net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
     base = plan(net, a, strategy=strategy, objective=objective, batch=batch, precision_bytes=precision_bytes,

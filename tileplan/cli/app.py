@@ -36,7 +36,7 @@ _REPORTED: list[bool] = []  # "interrupted" printed (so that it is printed once)
 ARCH_HELP = "Preset name (see `tileplan arch list`), YAML file, or e-PlaNNer JSON file."
 MODEL_HELP = "Zoo network name (see `tileplan zoo list`) or an .onnx file."
 STRATEGY_HELP = ("Search strategy: " + " | ".join(STRATEGIES) + "; multi-level (MARVEL, an on-chip level below "
-                 "the DRAM tiles): " + " | ".join(LEVEL_STRATEGIES) + "; with --fuse also ye | superslash.")
+                 "the DRAM tiles): " + " | ".join(LEVEL_STRATEGIES) + "; with --fuse also ye | superslash | hwff.")
 NO_PRUNE_HELP = ("marvel*: switch a pruning option off (repeatable): divisors | offchip-divisors | unroll-rs | "
                  "symmetry | layouts | utilization | bound.")
 OBJECTIVE_HELP = "What the search minimises: " + " | ".join(o.value for o in Objective) + "."

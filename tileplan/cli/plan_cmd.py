@@ -50,7 +50,8 @@ def plan(
     plots_dir: Path | None = typer.Option(None, "--plots", help="Write the plan's figures (roofline, traffic, "
                                           "time, layer graph) as PNG and SVG into this folder."),
     fuse: bool = typer.Option(False, "--fuse", help="Also fuse chains of layers (intermediate maps stay on chip)."),
-    max_group: int = typer.Option(4, "--max-group", help="Most layers in one fused group (with --fuse)."),
+    max_group: int | None = typer.Option(None, "--max-group", help="Most layers in one fused group (with --fuse; "
+                                         "default 4, 2 with --strategy hwff as HW-Flow-Fusion's Table 5)."),
     no_prune: list[str] | None = typer.Option(None, "--no-prune", help=NO_PRUNE_HELP),
     max_parallel: int | None = typer.Option(None, "--max-parallel",
                                             help="marvel*: most dimensions that fan out over the PEs (default 3)."),
@@ -64,6 +65,7 @@ def plan(
 
     def work() -> None:
         api.check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch, fuse=fuse)
+        group_limit = max_group if max_group is not None else (2 if strategy == "hwff" else 4)
         for target in (json_path, csv_path):  # fail before a long search, not after it
             if target is not None:
                 check_output_file(target)
@@ -81,7 +83,7 @@ def plan(
 
             if fuse:
                 fused = api.plan_fused(network, machine, strategy=strategy, objective=objective, budget=budget,
-                                       seed=seed, cache=not no_cache, jobs=jobs, max_group=max_group, progress=tick)
+                                       seed=seed, cache=not no_cache, jobs=jobs, max_group=group_limit, progress=tick)
             else:
                 result = api.plan(network, machine, strategy=strategy, objective=objective, budget=budget,
                                   seed=seed, cache=not no_cache, jobs=jobs, progress=tick, dram_model=dram_model,

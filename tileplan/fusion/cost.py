@@ -18,7 +18,8 @@ Intermediate maps and reuse buffers live in the memory that holds inputs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import product
@@ -94,6 +95,18 @@ class GroupModel:
         self.shape = (len(tp), len(tq))
         self.n = len(tp) * len(tq)
         self._cache: dict[tuple[object, ...], np.ndarray] = {}
+
+    def on_shares(self, archs: Sequence[Arch]) -> GroupModel:
+        """This model with layer ``m`` computed on ``archs[m]``: its share of the PE array and register
+        file (a resource partition, ``fusion.partition``). Only the compute (unroll options and cycles)
+        changes; tile propagation, histograms, DRAM traffic, capacity and energy stay those of
+        ``self.arch``, so the shares must differ from it only in ``pe_array`` and ``register_file``."""
+        if len(archs) != len(self.layers):
+            raise ValueError(f"{len(archs)} shares for a group of {len(self.layers)} layers")
+        other = copy.copy(self)
+        other.problems = [Problem(layer, a) for layer, a in zip(self.layers, archs, strict=True)]
+        other._cache = {k: v for k, v in self._cache.items() if k[0] not in ("unroll", "compute")}
+        return other
 
     def cached(self, key: tuple[object, ...], make: Callable[[], np.ndarray]) -> np.ndarray:
         """``make()`` computed once per ``key`` for this model's candidates."""

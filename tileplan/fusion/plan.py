@@ -12,12 +12,25 @@ from tileplan.fusion.group import FusedMapping
 from tileplan.plan import LayerCost, NetworkPlan
 
 
+def ctc_ratio(macs: float, bursts: float, burst_bytes: int) -> float:
+    """Computation-to-communication ratio, Caffeine's refined (burst-aware) form: operations (2 per
+    MAC) per byte the DRAM bus really moves, every access charged whole bursts (short, scattered
+    transfers use the bandwidth worse than long ones). 0 when nothing moves.
+
+    >>> ctc_ratio(1000, 10, 8)
+    25.0
+    """
+    moved = bursts * burst_bytes
+    return 2.0 * macs / moved if moved else 0.0
+
+
 @dataclass(frozen=True)
 class GroupPlan:
     """One fused group: its layers, mapping, costs, and the cost of the same layers unfused.
 
     ``executed_macs`` counts recomputation; ``reuse_bytes`` is the reuse-buffer space; ``space_size``
-    the fused mappings the search stood for; ``cached_from`` the identical group whose search was reused.
+    the fused mappings the search stood for; ``cached_from`` the identical group whose search was reused;
+    ``partition`` the PE-array / register-file partition (``fusion.partition``) of a restricted search.
     """
 
     layers: tuple[str, ...]
@@ -30,6 +43,7 @@ class GroupPlan:
     space_size: float
     search_seconds: float
     cached_from: str | None = None
+    partition: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -126,9 +140,17 @@ class FusionPlan:
     def dram_bytes(self) -> float:
         return self.total("dram_bytes")
 
+    def ctc(self) -> list[tuple[str, float]]:
+        """(segment, CTC ratio) in network order (empty when the plan does not know the DRAM burst)."""
+        burst = self.meta.get("dram_burst_bytes")
+        if not burst:
+            return []
+        return [(name, ctc_ratio(cost.macs, cost.bursts, int(burst))) for name, cost in self.segments()]
+
     def to_dict(self) -> dict[str, Any]:
         return {"base": self.base.to_dict(), "groups": [g.to_dict() for g in self.groups],
-                "max_group": self.max_group, "meta": self.meta}
+                "max_group": self.max_group, "meta": self.meta,
+                "ctc": [{"segment": name, "ctc": value} for name, value in self.ctc()]}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)

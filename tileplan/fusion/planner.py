@@ -164,7 +164,7 @@ def plan_fusion(network: Network, arch: Arch, base: NetworkPlan, objective: Obje
         unfused = sum_costs([lp.cost for lp in base.layers[s:e]])
         groups.append(GroupPlan(tuple(x.name for x in network.layers[s:e]), res.mapping, costs[(s, e)], unfused,
                                 res.executed_macs, res.reuse_bytes, 0 if cached else res.evaluated, res.space_size,
-                                0.0 if cached else res.seconds, cached))
+                                0.0 if cached else res.seconds, cached, res.partition))
     meta = {"candidates": len(found), "searched": sum(1 for _, c in found.values() if c is None),
-            "every_start": every_start}
+            "every_start": every_start, "dram_burst_bytes": arch.dram.burst_bytes}
     return FusionPlan(base, tuple(groups), max_group, meta)

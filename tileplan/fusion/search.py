@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from itertools import product
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +38,7 @@ class GroupResult:
     evaluated: int
     space_size: float
     seconds: float
+    partition: dict[str, Any] | None = None  # the resource partition (``fusion.partition``) if restricted
 
 
 def _powers_below(n: int) -> list[int]:

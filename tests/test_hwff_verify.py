@@ -1,0 +1,50 @@
+"""The fused pairs the `hwff` strategy chooses for VGG16 on hwff1 (conv1_1+conv1_2, pool1+conv2_1,
+conv2_2+pool2) execute as fused programs whose counted DRAM bytes, bursts and MACs equal the model
+and whose output is bit-exact, at reduced sizes (16x16 inputs, channels / 8, a buffer for the weights
+and half the largest map, so that tiles stay smaller than the maps); the partition does not change the
+DRAM traffic."""
+
+from __future__ import annotations
+
+import pytest
+from test_fusion_program import shrink
+
+from tileplan import api
+from tileplan.dims import Operand
+from tileplan.fusion.assemble import evaluate_fused
+from tileplan.fusion.group import FusedGroup
+from tileplan.fusion.hwff import search_hwff
+from tileplan.fusion.verify import verify_fused
+from tileplan.search.objective import Objective
+
+PAIRS = [["conv1_1", "conv1_2"], ["pool1", "conv2_1"], ["conv2_2", "pool2"]]
+
+
+@pytest.mark.parametrize("names", PAIRS, ids=["+".join(p) for p in PAIRS])
+@pytest.mark.parametrize("objective", ["energy", "latency"])
+def test_hwff_groups_execute_and_match_the_model(names, objective):
+    chain = ["conv1_1", "conv1_2", "pool1", "conv2_1", "conv2_2", "pool2"]
+    layers = shrink("vgg16", chain, 16, 8)
+    group = FusedGroup(tuple(x for x in layers if x.name in names))
+    hwff1 = api.load_arch("hwff1")
+    # Room for the resident weights and half the largest map: the tiles must be smaller than the maps.
+    size = sum(x.elements(Operand.WEIGHT) for x in group.layers) + \
+        max(x.elements(Operand.INPUT) for x in group.layers) // 2
+    arch = hwff1.model_copy(update={"memories": tuple(m.model_copy(update={"size_bytes": size})
+                                                      for m in hwff1.memories)})
+    result = search_hwff(group, arch, Objective(objective))
+    assert result is not None and result.partition is not None
+    m = result.mapping
+    assert m.overlap.value == "reuse" and all(m.resident)
+    assert (m.tile_p, m.tile_q) != (group.last.p, group.last.q)  # really tiled
+    # The program's peak occupancy with reuse buffers can exceed the fused model's footprint by a few
+    # bytes (pool1+conv2_1 here: 2192 B against the model's 2128 B; a fusion-model under-count noted
+    # in the hwff report), so the chosen mapping runs on a buffer with room for the program's peak.
+    roomy = arch.model_copy(update={"memories": tuple(x.model_copy(update={"size_bytes": 2 * size})
+                                                      for x in arch.memories)})
+    v = verify_fused(group, roomy, m, seed=3)
+    assert v.ok, v
+    assert v.counted_read_bytes == v.predicted_read_bytes and v.counted_write_bytes == v.predicted_write_bytes
+    # The search's cost (on the partition's shares) moves the DRAM bytes the whole-array model predicts.
+    whole = evaluate_fused(group, arch, m).cost
+    assert float(whole.dram_bytes[0]) == float(result.cost.dram_bytes[0])

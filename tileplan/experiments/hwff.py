@@ -1,0 +1,243 @@
+"""HW-Flow-Fusion's experiments (Valpreda et al., §5) on the ``hwff1``-``hwff6`` presets.
+
+Fig. 12 (least on-chip storage to fuse VGG16's first 2..7 layers at 16 bit, and the DRAM saving),
+Fig. 13 (our reuse buffer against Alwani et al.'s for the same fusions), Table 5 (temporal and
+spatial fusion against single-layer plans on hwff1, pairs), Table 6 (the partitions found), Table 7
+(CTC ratios), Figs. 14-19 (scaling: temporal fusion on hwff5/hwff6, spatial on hwff3/hwff4).
+Everything is the one fusion model restricted to HW-Flow-Fusion's space (``fusion.hwff``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from tileplan import api
+from tileplan.arch.spec import Arch
+from tileplan.experiments.common import ExperimentResult, Log, Reference
+from tileplan.fusion.group import FusedGroup, chain_error
+from tileplan.fusion.hwff import min_storage, search_partitioned
+from tileplan.fusion.partition import MAX_SPATIAL, FusionKind
+from tileplan.fusion.plan import ctc_ratio
+from tileplan.fusion.search import GroupResult
+from tileplan.plan import LayerCost, NetworkPlan
+from tileplan.report import plots
+from tileplan.search.objective import Objective
+from tileplan.workload.layer import Precision
+from tileplan.workload.network import Network
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+NAME = "hwff"
+TITLE = "HW-Flow-Fusion: spatial and temporal layer fusion on row-stationary arrays (Valpreda et al.)"
+PAPER = "001_3ad705431516da7e.txt"
+
+B1 = Precision.uniform(1)
+#: Fig. 12's seven layers: CONV1-CONV2-POOL1-CONV3-CONV4-POOL2-CONV5.
+FIG12_LAYERS = 7
+#: Tile (rows, columns of the last output) at which Fig. 13's buffers are also compared.
+FIG13_TILE = (14, 14)
+
+
+def _trim(net: Network, n: int | None) -> Network:
+    """The first ``n`` layers (all but the classifier when ``None``: everything before the first FC)."""
+    if n is None:
+        n = next((i for i, x in enumerate(net.layers) if x.op.value in ("fc", "flatten", "globalpool")),
+                 len(net.layers))
+    return Network(net.name, net.layers[:n], net.input_shape).with_precision(B1)
+
+
+def _cost(res: GroupResult, arch: Arch) -> LayerCost:
+    return LayerCost.from_batch(res.cost, 0, arch.dram_bytes_per_cycle)
+
+
+def greedy_groups(net: Network, arch: Arch, kind: FusionKind, max_group: int, objective: Objective
+                  ) -> list[tuple[int, int, GroupResult]]:
+    """HW-Flow-Fusion's §4.4 sequence: from a start layer grow the group while a fusion of ``kind``
+    fits, up to ``max_group`` layers; the next start is the first layer that could not join."""
+    layers = net.layers
+    out = []
+    start = 0
+    cache: dict[tuple[object, ...], GroupResult | None] = {}
+    while start < len(layers) - 1:
+        best: tuple[int, GroupResult] | None = None
+        end = start + 2
+        while end <= min(len(layers), start + max_group):
+            chain = list(layers[start:end])
+            if chain_error(chain, net) is not None:
+                break
+            key = tuple(x.signature() for x in chain)
+            if key not in cache:
+                cache[key] = search_partitioned(FusedGroup(tuple(chain)), arch, objective, kind)
+            if cache[key] is None:
+                break
+            best = (end, cache[key])  # type: ignore[assignment]
+            end += 1
+        if best is None:
+            start += 1
+            continue
+        out.append((start, best[0], best[1]))
+        start = best[0]
+    return out
+
+
+def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: None) -> ExperimentResult:
+    """All of HW-Flow-Fusion's experiments (``quick``: the first layers of each network only)."""
+    ref = Reference.load(NAME)
+    res = ExperimentResult(NAME, TITLE, PAPER, quick=quick)
+    t0 = time.perf_counter()
+    log("Figs. 12-13: storage to fuse VGG16's first layers")
+    _fig12_13(res, ref, quick)
+    nets = {"vgg16": _trim(api.load_network("vgg16"), 7 if quick else None),
+            "resnet18": _trim(api.load_network("resnet18"), 4 if quick else None)}
+    arch = api.load_arch("hwff1")
+    for name, net in nets.items():
+        log(f"Tables 5-7: {name} on hwff1")
+        base = api.plan(net, arch, strategy="exhaustive", objective="energy", jobs=jobs)
+        _table5_7(res, ref, name, net, arch, base)
+    if not quick:
+        for name, net in nets.items():
+            log(f"Figs. 14-19: {name} scaling")
+            _scaling(res, ref, name, net)
+    res.note(f"Run time of this experiment: {time.perf_counter() - t0:.0f} s"
+             + (" (--quick: VGG16's first 7 and ResNet-18's first 4 layers)." if quick else "."))
+    return res
+
+
+def _fig12_13(res: ExperimentResult, ref: Reference, quick: bool) -> None:
+    net = api.load_network("vgg16").with_precision(Precision.uniform(2))
+    arch = api.load_arch("hwff1")
+    big = arch.model_copy(update={"memories": tuple(m.model_copy(update={"size_bytes": 1 << 30})
+                                                    for m in arch.memories)})
+    rows: list[dict[str, Any]] = []
+    for k in range(2, (4 if quick else FIG12_LAYERS) + 1):
+        group = FusedGroup(tuple(net.layers[:k]))
+        least = min_storage(group, big)
+        at = min_storage(group, big, FIG13_TILE)
+        unfused = sum(_compulsory(x) for x in group.layers)
+        rows.append({"layers": k, "group": group.name, "min_storage_kB": least.footprint_bytes / 1024,
+                     "tile": f"{least.tile[0]}x{least.tile[1]}", "dram_kB": least.dram_bytes / 1024,
+                     "unfused_dram_kB": unfused / 1024, "dram_saving_pct": 100 * (1 - least.dram_bytes / unfused),
+                     "reuse_kB": least.reuse_bytes / 1024, "alwani_kB": least.alwani_bytes / 1024,
+                     "reuse_smaller_pct": 100 * (1 - least.reuse_bytes / least.alwani_bytes),
+                     "reuse_kB_at_14x14": at.reuse_bytes / 1024, "alwani_kB_at_14x14": at.alwani_bytes / 1024,
+                     "reuse_smaller_pct_at_14x14": 100 * (1 - at.reuse_bytes / at.alwani_bytes)})
+    res.table("fig12_fig13_storage", rows)
+    res.compare(ref, "fig12.saving_first3_pct", rows[1]["dram_saving_pct"])
+    margins = [r["reuse_smaller_pct_at_14x14"] for r in rows]
+    res.compare(ref, "fig13.reuse_smaller_min_pct", min(margins))
+    res.compare(ref, "fig13.reuse_smaller_max_pct", max(margins))
+    smaller = all(r["reuse_kB"] < r["alwani_kB"] and r["reuse_kB_at_14x14"] < r["alwani_kB_at_14x14"] for r in rows)
+    res.note("Fig. 13: our reuse buffer (Eq. 8) is smaller than Alwani et al.'s (Eq. 8 + 9) for every fusion: "
+             + ("holds" if smaller else "VIOLATED") + "; by "
+             + ", ".join(f"{r['reuse_smaller_pct']:.1f} %" for r in rows) + " at the least-storage tile (1x1: Eq. 9's "
+             "sequential overlap is then one pixel column) and by "
+             + ", ".join(f"{m:.1f} %" for m in margins) + " at a 14x14 output tile (the paper: 15-22 %, tile not "
+             "given). The gap grows with the number of fused layers, as the paper says.")
+    cats = [str(r["layers"]) for r in rows]
+    res.figure("fig12_min_storage", _bars(cats, {"min storage (kB)": [r["min_storage_kB"] for r in rows],
+                                                 "DRAM saving (%)": [r["dram_saving_pct"] for r in rows]},
+                                          "Fig. 12: least storage to fuse VGG16's first layers (16 bit)",
+                                          "kB / %"))
+    res.figure("fig13_reuse_vs_alwani", _bars(cats, {"ours (14x14)": [r["reuse_kB_at_14x14"] for r in rows],
+                                                     "Alwani (14x14)": [r["alwani_kB_at_14x14"] for r in rows]},
+                                              "Fig. 13: reuse buffer, ours vs Alwani et al.", "kB"))
+
+
+def _compulsory(layer: Any) -> int:
+    """Bytes a layer moves unfused at best: its input, weights and output once."""
+    from tileplan.dims import Operand
+
+    prec = layer.precision
+    return int(layer.elements(Operand.INPUT) * prec.input + layer.elements(Operand.WEIGHT) * prec.weight
+               + layer.elements(Operand.OUTPUT) * prec.output)
+
+
+def _bars(cats: list[str], series: dict[str, list[float]], title: str, ylabel: str) -> Callable[[], Figure]:
+    return lambda: plots.grouped_bars(cats, series, title=title, ylabel=ylabel)
+
+
+def _table5_7(res: ExperimentResult, ref: Reference, name: str, net: Network, arch: Arch, base: NetworkPlan) -> None:
+    singles = {lp.name: lp.cost for lp in base.layers}
+    burst = arch.dram.burst_bytes
+    temporal = greedy_groups(net, arch, FusionKind.TEMPORAL, 2, Objective.ENERGY)
+    kept = []
+    for s, e, t in temporal:
+        single = [singles[x.name] for x in net.layers[s:e]]
+        tc = _cost(t, arch)
+        if tc.energy_pj >= sum(c.energy_pj for c in single):
+            continue  # HW-Flow-Fusion keeps a fusion only where it improves the objective
+        group = FusedGroup(tuple(net.layers[s:e]))  # ``t`` may come from an identical earlier group
+        sp = search_partitioned(group, arch, Objective.ENERGY, FusionKind.SPATIAL)
+        kept.append((group, single, tc, t, sp))
+    rows: list[dict[str, Any]] = []
+    sums = {k: [0.0, 0.0, 0.0] for k in ("single", "temporal", "spatial")}
+    for group, single, tc, t, sp in kept:
+        sc = _cost(sp, arch) if sp is not None else tc
+        values = {"single": (sum(c.energy_pj for c in single), sum(c.latency_cycles for c in single),
+                             sum(c.dram_bytes for c in single)),
+                  "temporal": (tc.energy_pj, tc.latency_cycles, tc.dram_bytes),
+                  "spatial": (sc.energy_pj, sc.latency_cycles, sc.dram_bytes)}
+        for k, v in values.items():
+            sums[k] = [a + b for a, b in zip(sums[k], v, strict=True)]
+        rows.append({"network": name, "group": group.name,
+                     "single_energy_uJ": values["single"][0] / 1e6, "temporal_energy_uJ": tc.energy_pj / 1e6,
+                     "spatial_energy_uJ": sc.energy_pj / 1e6, "single_cycles": values["single"][1],
+                     "temporal_cycles": tc.latency_cycles, "spatial_cycles": sc.latency_cycles,
+                     "single_dram_kB": values["single"][2] / 1024, "temporal_dram_kB": tc.dram_bytes / 1024,
+                     "spatial_dram_kB": sc.dram_bytes / 1024,
+                     "spatial_partition": sp.partition["describe"] if sp and sp.partition else "-",
+                     "temporal_partition": t.partition["describe"] if t.partition else "-",
+                     "ctc_single": " ".join(f"{ctc_ratio(c.macs, c.bursts, burst):.2f}" for c in single),
+                     "ctc_temporal": ctc_ratio(tc.macs, tc.bursts, burst),
+                     "ctc_spatial": ctc_ratio(sc.macs, sc.bursts, burst)})
+    res.table(f"table5_6_7_{name}", rows)
+    if not rows:
+        res.note(f"{name}: no pair fused on hwff1 improves energy.")
+        return
+    for i, metric in enumerate(("energy", "latency", "comm")):
+        one, tem, spa = sums["single"][i], sums["temporal"][i], sums["spatial"][i]
+        res.compare(ref, f"table5.{name}.{metric}.temporal_over_single", 100 * tem / one)
+        res.compare(ref, f"table5.{name}.{metric}.spatial_over_single", 100 * spa / one)
+        res.compare(ref, f"table5.{name}.{metric}.spatial_over_temporal", 100 * spa / tem)
+    first = rows[0]
+    key = f"table7.{name}.first.temporal"
+    if key in ref.values:
+        res.compare(ref, key, first["ctc_temporal"])
+    cats = [r["group"] for r in rows]
+    res.figure(f"fig14_15_{name}_energy", _bars(cats, {k: [r[f"{k}_energy_uJ"] for r in rows]
+                                                       for k in ("single", "temporal", "spatial")},
+                                                f"{name}: energy, single layer vs temporal vs spatial (hwff1)", "uJ"))
+    res.figure(f"fig14_15_{name}_latency", _bars(cats, {k: [r[f"{k}_cycles"] for r in rows]
+                                                        for k in ("single", "temporal", "spatial")},
+                                                 f"{name}: latency (hwff1)", "cycles"))
+    res.note(f"{name} Table 6 (spatial partitions we found, [PEx, PEy] per layer): "
+             + "; ".join(f"{r['group']}: {r['spatial_partition']}" for r in rows)
+             + ". Temporal: " + rows[0]["temporal_partition"] + " (the paper: [192, 12, 16]; its 36 B of psums are "
+             "32-bit words, 9 of them, 4 per layer; ours are 8-bit, 18 B each).")
+
+
+def _scaling(res: ExperimentResult, ref: Reference, name: str, net: Network) -> None:
+    rows: list[dict[str, Any]] = []
+    totals: dict[str, tuple[float, float]] = {}
+    for arch_name, kind, limit in (("hwff5", FusionKind.TEMPORAL, 4), ("hwff6", FusionKind.TEMPORAL, 4),
+                                   ("hwff3", FusionKind.SPATIAL, MAX_SPATIAL),
+                                   ("hwff4", FusionKind.SPATIAL, MAX_SPATIAL)):
+        arch = api.load_arch(arch_name)
+        groups = greedy_groups(net, arch, kind, limit, Objective.ENERGY)
+        e = sum(float(g.cost.energy_pj[0]) for _, _, g in groups)
+        lat = sum(float(g.cost.latency_cycles[0]) for _, _, g in groups)
+        totals[arch_name] = (e, lat)
+        rows.append({"network": name, "arch": arch_name, "kind": kind.value, "groups": len(groups),
+                     "layers_fused": sum(b - a for a, b, _ in groups), "energy_uJ": e / 1e6, "cycles": lat})
+    res.table(f"fig16_19_{name}_scaling", rows)
+    res.compare(ref, f"fig16_17.{name}.energy_hw6_over_hw5", 100 * totals["hwff6"][0] / totals["hwff5"][0])
+    res.compare(ref, f"fig16_17.{name}.latency_hw6_over_hw5", 100 * totals["hwff6"][1] / totals["hwff5"][1])
+    res.compare(ref, f"fig18_19.{name}.energy_hw4_over_hw3", 100 * totals["hwff4"][0] / totals["hwff3"][0])
+    res.compare(ref, f"fig18_19.{name}.latency_reduction_hw4_pct", 100 * (1 - totals["hwff4"][1] / totals["hwff3"][1]))
+    res.figure(f"fig16_19_{name}_scaling", _bars([r["arch"] for r in rows],
+                                                 {"energy (uJ)": [r["energy_uJ"] for r in rows],
+                                                  "Mcycles": [r["cycles"] / 1e6 for r in rows]},
+                                                 f"{name}: fused sequences across HW configs", "uJ / Mcycles"))
