@@ -159,23 +159,25 @@ def _core_grid(problem: Problem, cluster_split: tuple[int, ...], core_split: tup
             cores.append(CoreSlice(cl_id, tuple(p[0] for p in parts), tuple(p[1] for p in parts)))
     # Distinct shapes: lengths everywhere, plus input clipping geometry along P and Q.
     keys: dict[tuple[object, ...], int] = {}
+    clips: dict[tuple[int, ...], tuple[object, ...]] = {}  # cores share rows/columns: clip each once
     shapes: list[CoreSlice] = []
     shape_of = np.empty(len(cores), dtype=np.int64)
     for i, core in enumerate(cores):
-        key: tuple[object, ...] = (core.length, _clip_key(problem, 0, core), _clip_key(problem, 1, core))
+        where = (core.offset[Dim.P], core.length[Dim.P], core.offset[Dim.Q], core.length[Dim.Q])
+        if where not in clips:
+            clips[where] = (_clip_key(problem, 0, core), _clip_key(problem, 1, core))
+        key: tuple[object, ...] = (core.length, *clips[where])
         if key not in keys:
             keys[key] = len(shapes)
             shapes.append(core)
         shape_of[i] = keys[key]
     groups = []
+    multicast = problem.arch.cores.multicast
     for op in OPERANDS:
-        rel = RELEVANT[op]
+        rel = [int(d) for d in DIMS if d in RELEVANT[op]]
         members: dict[tuple[object, ...], list[int]] = {}
         for i, core in enumerate(cores):
-            if problem.arch.cores.multicast:
-                key = (core.cluster,) + tuple((core.offset[d], core.length[d]) for d in DIMS if d in rel)
-            else:
-                key = (i,)
+            key = (core.cluster, *(core.offset[d] for d in rel), *(core.length[d] for d in rel)) if multicast else (i,)
             members.setdefault(key, []).append(i)
         groups.append(tuple(tuple(m) for m in members.values()))
     return CoreGrid(tuple(cores), tuple(shapes), shape_of, tuple(groups))

@@ -56,7 +56,8 @@ def _frontier_rho(problem: Problem, lmin: tuple[int, ...], orders: np.ndarray) -
     pad_w = problem.layer.pad[2] + problem.layer.pad[3]
     lmin_arr = np.array(lmin, dtype=np.int64)
 
-    def fits(t: np.ndarray) -> np.ndarray:
+    def need(t: np.ndarray) -> np.ndarray:
+        """(n, memories) bytes the tiles ``t`` occupy (double-buffered where the arch is)."""
         rows = np.maximum(0, np.minimum(problem.in_h, (t[:, Dim.P] - 1) * problem.stride[0]
                                         + (t[:, Dim.R] - 1) * problem.dilation[0] + 1 - pad_h))
         cols = np.maximum(0, np.minimum(problem.in_w, (t[:, Dim.Q] - 1) * problem.stride[1]
@@ -67,21 +68,44 @@ def _frontier_rho(problem: Problem, lmin: tuple[int, ...], orders: np.ndarray) -
             Operand.WEIGHT: t[:, Dim.G] * t[:, Dim.K] * t[:, Dim.C] * t[:, Dim.R] * t[:, Dim.S] * prec.weight,
             Operand.OUTPUT: t[:, Dim.N] * t[:, Dim.G] * t[:, Dim.K] * t[:, Dim.P] * t[:, Dim.Q] * prec.psum,
         }
-        need = np.zeros((len(t), len(cap)), dtype=np.int64)
+        out = np.zeros((len(t), len(cap)), dtype=np.int64)
         for op in OPERANDS:
             if has[op]:
-                need[:, mem_of[op]] += boxes[op] * factor
-        return np.all(need <= cap[None, :], axis=1)
+                out[:, mem_of[op]] += boxes[op] * factor
+        return out
 
+    def fits(t: np.ndarray) -> np.ndarray:
+        used = need(t)
+        return np.logical_and.reduce([used[:, m] <= cap[m] for m in range(len(cap))])
+
+    # Every memory's need is linear in the C tile (input and weight boxes grow with it, the output box
+    # does not), so for each choice of the other tiles the largest fitting C tile is direct: only it
+    # can be minimal. The others are then checked one dimension at a time, as below.
+    chan = per_dim[Dim.C]
     found: list[np.ndarray] = []
-    for first in range(len(per_dim[0])):  # chunks over the outermost dimension bound memory
-        grids = np.meshgrid(np.array([first]), *[np.arange(len(v)) for v in per_dim[1:]], indexing="ij")
-        idx = np.stack([g.ravel() for g in grids], axis=1)
+    others = [d for d in DIMS if d is not Dim.C]
+    for first in range(len(per_dim[others[0]])):  # chunks over the outermost dimension bound memory
+        grids = np.meshgrid(np.array([first]), *[np.arange(len(per_dim[d])) for d in others[1:]], indexing="ij")
+        idx = np.zeros((grids[0].size, NDIMS), dtype=np.int64)
+        for g, d in zip(grids, others, strict=True):
+            idx[:, d] = g.ravel()
         t = np.stack([per_dim[d][idx[:, d]] for d in DIMS], axis=1)
-        keep = fits(t)
+        t[:, Dim.C] = 0
+        base = need(t)
+        t[:, Dim.C] = 1
+        slope = need(t) - base
+        room = cap[None, :] - base
+        with np.errstate(divide="ignore", invalid="ignore"):
+            limit = np.where(slope > 0, room // np.where(slope > 0, slope, 1), np.where(room >= 0, chan[-1], -1))
+        best_c = np.minimum.reduce(list(limit.T))
+        idx[:, Dim.C] = np.searchsorted(chan, best_c, side="right") - 1
+        keep = idx[:, Dim.C] >= 0
+        idx, t = idx[keep], t[keep]
+        t[:, Dim.C] = chan[idx[:, Dim.C]]
         # Fewer trips never raise a reload factor: only the fitting trip counts none of whose
         # dimensions could take the next larger tile and still fit can be minimal.
-        for d in DIMS:
+        keep = np.ones(len(t), dtype=bool)
+        for d in others:
             bigger = idx[:, d] + 1 < len(per_dim[d])
             if not np.any(bigger & keep):
                 continue

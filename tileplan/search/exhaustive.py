@@ -76,6 +76,15 @@ def split_tight_bound(problem: Problem, grid: CoreGrid, objective: Objective, or
 
 
 def _compulsory_elems(problem: Problem, offset: tuple[int, ...], length: tuple[int, ...], op: Operand) -> int:
+    """Elements of ``op`` a core slice must fetch at least once (cached per problem: splits share slices)."""
+    cache: dict[tuple[object, ...], int] = problem.__dict__.setdefault("_compulsory_elems", {})
+    key = (op, length, offset[Dim.P], offset[Dim.Q]) if op is Operand.INPUT else (op, length)
+    if key not in cache:
+        cache[key] = _count_compulsory(problem, offset, length, op)
+    return cache[key]
+
+
+def _count_compulsory(problem: Problem, offset: tuple[int, ...], length: tuple[int, ...], op: Operand) -> int:
     L = dict(zip(DIMS, length, strict=True))
     if op is Operand.WEIGHT:
         return L[Dim.G] * L[Dim.K] * L[Dim.C] * L[Dim.R] * L[Dim.S]

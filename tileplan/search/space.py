@@ -381,13 +381,16 @@ def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 <
 def _fits(problem: Problem, boxes: np.ndarray, weights: np.ndarray, mem_of: np.ndarray,
           cap: np.ndarray) -> np.ndarray:
     """Whether boxes (n, shapes, 3 operands; elements) fit every memory on every shape."""
-    assign = np.zeros((3, len(cap)))
-    for op in OPERANDS:
-        if problem.has_operand[op]:
-            assign[op, mem_of[op]] = weights[op]
-    # Footprints are far below 2**53, so float matrix products are exact here.
-    need = boxes.astype(np.float64) @ assign
-    return np.all(need <= cap[None, None, :], axis=(1, 2))
+    ok = np.ones(len(boxes), dtype=bool)
+    for m in range(len(cap)):
+        ops = [op for op in OPERANDS if problem.has_operand[op] and mem_of[op] == m]
+        if not ops:
+            continue
+        need = boxes[:, :, ops[0]] * weights[ops[0]]  # bytes per shape (int64: far from overflow)
+        for op in ops[1:]:
+            need = need + boxes[:, :, op] * weights[op]
+        ok &= need.max(axis=1) <= cap[m] if need.shape[1] > 1 else need[:, 0] <= cap[m]
+    return ok
 
 
 def _swap_fits(problem: Problem, g: TileGroup, pick: np.ndarray, boxes: np.ndarray, scale: np.ndarray,
