@@ -172,6 +172,7 @@ CASES = [
     Case("bench-strategy", ["bench", "--networks", "lenet5", "--strategy", "x"], "strategy 'x'"),
     Case("bench-network", ["bench", "--networks", "lenet6"], "lenet6"),
     Case("bench-arch", ["bench", "--networks", "lenet5", "--archs", "tpu"], "tpu"),
+    Case("bench-fuse-max-group", ["bench", "--networks", "lenet5", "--fuse", "--max-group", "1"], "max-group"),
     Case("zoo-show-batch-huge", ["zoo", "show", "lenet5", "--batch", "1000000000"], "--batch"),
     Case("experiment-unknown", ["experiment", "nosuch"], "unknown experiment 'nosuch'"),
     # ------------------------------------------------------------- output paths (checked before the search)

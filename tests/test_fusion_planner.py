@@ -129,3 +129,17 @@ def test_hwff_enumeration_restarts_after_the_first_layer_that_cannot_fuse():
     for a, b in product(starts, starts):
         if a < b:
             assert b >= max(e for s, e in paper if s == a) - 1
+
+
+def test_fused_bench_rows_report_the_searched_space():
+    from tileplan.bench import fused_bench_table, run_fused_bench
+
+    rows = run_fused_bench(["lenet5"], ["eyeriss"], objective="dram", jobs=1, repeat=0, max_group=3)
+    (row,) = rows
+    assert row.network == "lenet5" and row.chosen >= 1 and row.searched <= row.candidates
+    assert 0 < row.evaluated <= row.screened <= row.space_size
+    plan = api.plan_fused("lenet5", "eyeriss", objective="dram", jobs=1, max_group=3)
+    per_group = plan.meta["group_search"]
+    assert len(per_group) == plan.meta["searched"] == row.searched
+    assert sum(g["screened"] for g in per_group.values()) == row.screened
+    assert fused_bench_table(rows).row_count == 1

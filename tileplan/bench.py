@@ -88,6 +88,69 @@ def bench_table(rows: list[BenchRow]) -> Table:
     return t
 
 
+@dataclass
+class FusedBenchRow:
+    """One (network, accelerator) measurement of ``plan --fuse`` (the unfused plan included).
+    ``seconds`` / ``cpu_s`` / ``cold_s`` as in :class:`BenchRow`; ``search_s`` the fused group
+    searches alone (summed over groups, in whichever process ran them); ``space_size`` the fused
+    mappings the searched groups stand for, ``screened`` the (tile pair, discrete choice) candidates
+    they looked at, ``evaluated`` those fully costed after the safe pruning."""
+
+    network: str
+    arch: str
+    candidates: int
+    searched: int
+    chosen: int
+    seconds: float
+    cpu_s: float
+    cold_s: float
+    search_s: float
+    space_size: float
+    screened: int
+    evaluated: int
+    max_group: int
+    jobs: int
+
+
+def run_fused_bench(networks: list[str], archs: list[str], *, objective: str = "latency", jobs: int | None = None,
+                    repeat: int = 1, max_group: int = 4, log: Callable[[str], None] | None = None
+                    ) -> list[FusedBenchRow]:
+    """Plan each network with fusion (``api.plan_fused``) once cold, then ``repeat`` times warm."""
+    rows = []
+    workers = jobs or os.cpu_count() or 1
+    for arch in archs:
+        for net in networks:
+            runs = []
+            for _ in range(1 + max(0, repeat)):
+                t0, c0 = time.perf_counter(), _cpu()
+                plan = api.plan_fused(net.strip(), arch.strip(), objective=objective, jobs=workers,
+                                      max_group=max_group)
+                runs.append((time.perf_counter() - t0, _cpu() - c0))
+            seconds, cpu = min(runs[1:] or runs)
+            meta = plan.meta
+            row = FusedBenchRow(plan.base.network, plan.base.arch, int(meta["candidates"]), int(meta["searched"]),
+                                len(plan.groups), seconds, cpu, runs[0][0], float(meta.get("search_seconds", 0.0)),
+                                float(meta.get("space_size", 0.0)), int(meta.get("screened", 0)),
+                                int(meta.get("evaluated", 0)), max_group, workers)
+            rows.append(row)
+            if log:
+                log(f"{row.network} on {row.arch} --fuse: cold {row.cold_s:.2f} s, warm {seconds:.2f} s wall / "
+                    f"{cpu:.2f} s CPU, fused searches {row.search_s:.2f} s")
+    return rows
+
+
+def fused_bench_table(rows: list[FusedBenchRow]) -> Table:
+    t = Table(title="tileplan bench --fuse (plan --fuse, unfused plan included)")
+    for c in ("network", "arch", "groups", "searched", "chosen", "cold s", "warm s", "CPU s", "group search s",
+              "space", "screened", "costed"):
+        t.add_column(c, justify="left" if c in ("network", "arch") else "right")
+    for r in rows:
+        t.add_row(r.network, r.arch, str(r.candidates), str(r.searched), str(r.chosen), f"{r.cold_s:.2f}",
+                  f"{r.seconds:.2f}", f"{r.cpu_s:.2f}", f"{r.search_s:.2f}", f"{r.space_size:.2e}",
+                  f"{r.screened:,}", f"{r.evaluated:,}")
+    return t
+
+
 def cold_start(network: str = "lenet5", arch: str = "nmp") -> float:
     """Wall seconds of ``tileplan plan NETWORK --arch ARCH`` in a new Python process (imports, and
     the kernel's compilation unless numba's cache has it)."""

@@ -21,10 +21,12 @@ def bench(
     json_path: Path | None = typer.Option(None, "--json", help="Write the measurements as JSON."),
     jobs: int | None = typer.Option(None, "--jobs", "-j", help="Worker processes (default: every CPU)."),
     repeat: int = typer.Option(1, "--repeat", help="Warm runs after the cold one (the fastest is reported)."),
+    fuse: bool = typer.Option(False, "--fuse", help="Also time `plan --fuse` (fused groups; one more table)."),
+    max_group: int = typer.Option(4, "--max-group", help="With --fuse: largest fused group (layers)."),
 ) -> None:
     """Time planning of networks on presets (cold and warm wall time, CPU time, candidates, space,
     peak memory), the raw model throughput on one and on all threads, and a new process's cold start."""
-    from tileplan.bench import bench_table, cold_start, model_rate, run_bench
+    from tileplan.bench import bench_table, cold_start, fused_bench_table, model_rate, run_bench, run_fused_bench
     from tileplan.report.files import check_output_file, write_text_atomic
 
     def work() -> None:
@@ -33,9 +35,16 @@ def bench(
             check_output_file(json_path)
         if repeat < 0 or (jobs is not None and jobs < 1):
             raise TileplanError("--repeat must be >= 0 and --jobs >= 1")
+        if fuse and max_group < 2:
+            raise TileplanError(f"--max-group must be at least 2 (a group fuses two or more layers), got {max_group}")
         rows = run_bench(networks.split(","), archs.split(","), strategy=strategy, objective=objective, jobs=jobs,
                          repeat=repeat, log=lambda msg: err.print(msg, highlight=False))
         out.print(bench_table(rows))
+        fused = []
+        if fuse:
+            fused = run_fused_bench(networks.split(","), archs.split(","), objective=objective, jobs=jobs,
+                                    repeat=repeat, max_group=max_group, log=lambda msg: err.print(msg, highlight=False))
+            out.print(fused_bench_table(fused))
         rates = [model_rate(a.strip(), threads=t) for a in archs.split(",") for t in (1, None)]
         for r in rates:
             out.print(f"model: {r.candidates:,} random mappings of {r.layer} on {r.arch} in {r.seconds:.2f} s "
@@ -44,7 +53,7 @@ def bench(
         out.print(f"cold start: tileplan plan lenet5 --arch nmp in a new process: {start:.2f} s")
         if json_path:
             data = {"plans": [r.__dict__ for r in rows], "model": [{**r.__dict__, "rate": r.rate} for r in rates],
-                    "cold_start_s": start}
+                    "cold_start_s": start, "fused": [r.__dict__ for r in fused]}
             write_text_atomic(json_path, json.dumps(data, indent=2))
 
     _guard(work)

@@ -120,6 +120,10 @@ def _print_fused(fused: FusionPlan, network: Network, json_path: Path | None, cs
               f"{base.dram_bytes / 1e6:.3f} MB, energy {base.energy_pj / 1e6:.3f} uJ; DRAM saving {saving:.1%}; "
               f"{fused.meta['candidates']} candidate groups, {fused.meta['searched']} searched "
               f"(* marks reuse of an identical segment's plan)")
+    if "space_size" in fused.meta:
+        out.print(f"fused search: space {fused.meta['space_size']:.3g} mappings, {fused.meta['screened']:,} "
+                  f"(tile pair, choice) candidates screened, {fused.meta['evaluated']:,} fully costed, "
+                  f"{fused.meta['search_seconds']:.2f} s (per group: --json, meta.group_search)")
     if json_path:
         write_text_atomic(json_path, fused.to_json())
     if csv_path:

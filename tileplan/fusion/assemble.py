@@ -9,6 +9,7 @@ buffer accesses (DRAM fills plus what the PE array reads and writes), NoC bytes,
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
@@ -16,7 +17,7 @@ import numpy as np
 from tileplan.arch.spec import Arch
 from tileplan.cost.batch import CostBatch
 from tileplan.dims import Dim, Operand
-from tileplan.fusion.cost import FusedCost, GroupModel, _ceil, box_bursts, parts
+from tileplan.fusion.cost import FusedCost, GroupModel, Selection, _ceil, box_bursts, parts
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap, out_step
 
 _IN, _W, _OUT = Operand.INPUT, Operand.WEIGHT, Operand.OUTPUT
@@ -24,21 +25,34 @@ _IN, _W, _OUT = Operand.INPUT, Operand.WEIGHT, Operand.OUTPUT
 
 def weight_terms(gm: GroupModel, m: int, resident: bool, chunk: tuple[int, ...], tile_k: int,
                  steps: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """DRAM bytes (n,), bursts (n,) and on-chip bytes of layer ``m``'s weights.
+    """DRAM bytes (n,), bursts (n,) and on-chip bytes of layer ``m``'s weights (``steps``: the (n,)
+    tile steps of the candidates covered).
 
     Resident weights are loaded once; streamed ones every step in pieces: ``chunk`` filters for the
     producer of a chunked map, ``tile_k`` filters for a last layer with K chunks, the chunk's input
     channels of every filter for the consumer of a chunked map, else one filter at a time.
     """
+    n = len(steps)
+    if not gm.layers[m].has_weights:
+        zero = np.zeros(n)
+        return zero, zero, 0
+    size, pieces, piece_bytes = gm.memo(("weights", m, resident, chunk, tile_k),
+                                        lambda: _weight_scalars(gm, m, resident, chunk, tile_k))
+    if resident:
+        return np.full(n, size), np.full(n, pieces), piece_bytes
+    return steps * size, steps * pieces, piece_bytes
+
+
+def _weight_scalars(gm: GroupModel, m: int, resident: bool, chunk: tuple[int, ...], tile_k: int
+                    ) -> tuple[float, float, int]:
+    """Layer ``m``'s weights: bytes and bursts of one load (all of them, or every piece once when
+    streamed) and the on-chip bytes (all of them, or one piece)."""
     layer = gm.layers[m]
     b = gm.problems[m].precision.weight
     burst = gm.arch.dram.burst_bytes
     total = layer.elements(_W)
-    if not layer.has_weights:
-        zero = np.zeros(gm.n)
-        return zero, zero, 0
     if resident:
-        return np.full(gm.n, float(total * b)), np.full(gm.n, float(_ceil(total * b, burst))), total * b
+        return float(total * b), float(_ceil(total * b, burst)), total * b
     kt, c, rs = layer.k_out, layer.dims[Dim.C], layer.r * layer.s
     if m > 0 and chunk[m - 1] < layer.c_in:
         pieces = sum(cnt * kt * int(_ceil(ce * rs * b, burst)) for ce, cnt in parts(c, chunk[m - 1]))
@@ -48,7 +62,7 @@ def weight_terms(gm: GroupModel, m: int, resident: bool, chunk: tuple[int, ...],
         f = out_step(gm.group, m, chunk, tile_k, streamed)
         pieces = sum(cnt * int(_ceil(fe * c * rs * b, burst)) for fe, cnt in parts(kt, f))
         piece_bytes = min(f, kt) * c * rs * b
-    return steps * float(total * b), steps * float(pieces), piece_bytes
+    return float(total * b), float(pieces), piece_bytes
 
 
 def reuse_buffers(gm: GroupModel, m: int, overlap: Overlap, tile_n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -62,103 +76,210 @@ def reuse_buffers(gm: GroupModel, m: int, overlap: Overlap, tile_n: int) -> tupl
     if overlap is Overlap.RECOMPUTE:
         zero = np.zeros(gm.n)
         return zero, zero
+
+    def make(axis: int) -> np.ndarray:
+        layer = gm.layers[m]
+        oy, ox = gm.rows_geom(m).overlap, gm.cols_geom(m).overlap
+        tiy, tix = gm.max_in[m]
+        bands = (gm.rows.npos > 1).astype(np.int64)
+        steps_q = (gm.cols.npos > 1).astype(np.int64)
+        scale = min(tile_n, layer.n) * layer.c_in * gm.problems[m].precision.input
+        if axis == 0:
+            rows = gm.pair(bands * oy, np.maximum(layer.w - tix, 0))
+            if overlap is Overlap.ALWANI:
+                rows = rows + gm.pair(np.maximum(tiy - oy, 0), steps_q * ox)
+            return rows * float(scale)
+        cols = gm.pair(np.maximum(layer.h - tiy, 0), steps_q * ox)
+        if overlap is Overlap.ALWANI:
+            cols = cols + gm.pair(bands * oy, np.maximum(tix - ox, 0))
+        return cols * float(scale)
+
+    key = ("reuse", m, overlap.value, min(tile_n, gm.layers[m].n))
+    return gm.cached((*key, 0), lambda: make(0)), gm.cached((*key, 1), lambda: make(1))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The discrete parameters of a fused mapping that one assembly fixes (the tile pair varies)."""
+
+    tile_n: int
+    tile_k: int
+    overlap: Overlap
+    resident: tuple[bool, ...]
+    chunk: tuple[int, ...]
+    chunk_outer: bool = False  # the chunk loop outside the tile steps (``FusedMapping.chunk_outer``)
+
+    def passes(self, gm: GroupModel) -> int:
+        """How often the first layer's input is read: once per chunk with the chunk loop outermost."""
+        return -(-gm.layers[0].k_out // self.chunk[0]) if self.chunk_outer else 1
+
+
+def compute_args(gm: GroupModel, m: int, chunk: tuple[int, ...], tile_k: int,
+                 resident: tuple[bool, ...]) -> tuple[int, tuple[int, int]]:
+    """Input channels layer ``m`` reduces per pass (a chunk of a chunked input map, else all) and the
+    (G, K) tile it computes at a time (``out_step``): the arguments of ``GroupModel.compute_cycles``."""
     layer = gm.layers[m]
-    oy, ox = gm.rows_geom(m).overlap, gm.cols_geom(m).overlap
-    tiy, tix = gm.max_in[m]
-    bands = (gm.rows.npos > 1).astype(np.int64)
-    steps_q = (gm.cols.npos > 1).astype(np.int64)
-    scale = min(tile_n, layer.n) * layer.c_in * gm.problems[m].precision.input
-    rows = gm.pair(bands * oy, np.maximum(layer.w - tix, 0))
-    cols = gm.pair(np.maximum(layer.h - tiy, 0), steps_q * ox)
-    if overlap is Overlap.ALWANI:
-        rows = rows + gm.pair(np.maximum(tiy - oy, 0), steps_q * ox)
-        cols = cols + gm.pair(bands * oy, np.maximum(tix - ox, 0))
-    return rows * float(scale), cols * float(scale)
+    chans_in = chunk[m - 1] if m > 0 else layer.c_in
+    c_chunk = chans_in if (m > 0 and chans_in < layer.c_in) else layer.dims[Dim.C]
+    step = out_step(gm.group, m, chunk, tile_k, resident)
+    g_tile = 1 if step < layer.k_out else layer.groups
+    k_tile = step if layer.groups == 1 else layer.dims[Dim.K]
+    return c_chunk, (g_tile, k_tile)
 
 
-def assemble(gm: GroupModel, *, tile_n: int, tile_k: int, overlap: Overlap, resident: tuple[bool, ...],
-             chunk: tuple[int, ...], direction: Direction | None = None,
-             unroll: tuple[tuple[int, ...], ...] | None = None,
-             chunk_outer: bool = False) -> tuple[FusedCost, list[np.ndarray]]:
-    """Costs of every (tile_p, tile_q) candidate of ``gm`` under the given discrete choices, and per
-    layer the index of the unroll option used (into ``gm.unroll_options``; -1 when given).
-
-    ``chunk_outer`` (two-layer groups with a chunked map): the same reload rule with the chunk loop
-    outermost -- the first layer's input is read once per chunk, every weight piece once in all, and
-    the last layer's whole output map is held on chip as partial sums."""
+def traffic(gm: GroupModel, sel: Selection, c: Choice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """DRAM read bytes (n, 3), write bytes (n,) and bursts (n, 3) per operand of the candidates ``sel``."""
+    tile_n, tile_k, overlap, resident, chunk = c.tile_n, c.tile_k, c.overlap, c.resident, c.chunk
     layers, probs, arch = gm.layers, gm.problems, gm.arch
-    nl, n = len(layers), gm.n
     first, last = layers[0], layers[-1]
+    n = sel.n
     burst = arch.dram.burst_bytes
     reuse = overlap is not Overlap.RECOMPUTE
-    steps = gm.steps(tile_n)
     nparts = parts(last.n, tile_n)
-    tn = min(tile_n, last.n)
     kt_last = last.k_out
-    k_trips = -(-kt_last // min(tile_k, kt_last))
-    dbl = 2 if arch.double_buffering else 1
-    mem = probs[0].memory_of_operand
-    footprint = np.zeros((n, len(arch.memories)))  # on-chip bytes held once
-    fp_dbl = np.zeros((n, len(arch.memories)))  # on-chip bytes double-buffered when the arch is
     read = np.zeros((n, 3))
     bursts = np.zeros((n, 3))
     # First layer's input: the halo'd window every step, or only its new part with reuse buffers.
     b_in = probs[0].precision.input
     hr, hq = gm.hist(0, "fetch" if reuse else "in", 0), gm.hist(1, "fetch" if reuse else "in", 0)
-    passes = -(-first.k_out // chunk[0]) if chunk_outer else 1  # input reads: once per chunk pass
-    read[:, _IN] = passes * last.n * first.c_in * gm.sum2(hr, hq, gm.ext(hr), gm.ext(hq)) * b_in
-    bursts[:, _IN] = passes * gm.cached(("in_bursts", reuse, tile_n), lambda: np.sum([
+    passes = c.passes(gm)  # input reads: once per chunk pass with the chunk loop outermost
+    read[:, _IN] = passes * last.n * first.c_in * sel.take(gm.volume("fetch" if reuse else "in", 0)) * b_in
+    bursts[:, _IN] = passes * sel.take(gm.cached(("in_bursts", reuse, tile_n), lambda: np.sum([
         cn * gm.grid(hr, hq, box_bursts((first.n, first.c_in, first.h, first.w), en, first.c_in, b_in, burst))
-        for en, cn in nparts], axis=0))
-    rin, cin = gm.max_in[0]
-    fp_dbl[:, mem[_IN]] += tn * first.c_in * b_in * gm.pair(rin, cin)
+        for en, cn in nparts], axis=0)))
     # Last layer's output: every element written once, tile by tile (K chunks innermost).
     b_out = probs[-1].precision.output
     write = np.full(n, float(last.elements(_OUT) * b_out))
-    hr, hq = gm.hist(0, "out", nl - 1), gm.hist(1, "out", nl - 1)
-    bursts[:, _OUT] = gm.cached(("out_bursts", tile_n, tile_k), lambda: np.sum([
-        cn * ck * gm.grid(hr, hq, box_bursts((last.n, kt_last, last.p, last.q), en, ek, b_out, burst))
-        for (en, cn), (ek, ck) in product(nparts, parts(kt_last, tile_k))], axis=0))
-    rout, cout = gm.max_out
-    if chunk_outer:  # partial sums of the whole output map wait on chip for the last chunk
-        fp_dbl[:, mem[_OUT]] += float(last.elements(_OUT) * probs[-1].precision.psum)
-    else:
-        fp_dbl[:, mem[_OUT]] += tn * min(tile_k, kt_last) * probs[-1].precision.psum * gm.pair(rout, cout)
-    # Per layer: weights, intermediate windows, reuse buffers, compute and array traffic.
-    compute = np.zeros(n)
-    executed = np.zeros(n)
-    reuse_rows, reuse_cols = np.zeros(n), np.zeros(n)
-    choices: list[np.ndarray] = []
-    acc = np.zeros((n, 3))  # bytes the PE array reads/writes per operand memory role
-    noc = np.zeros(n)
-    for m, (layer, prob) in enumerate(zip(layers, probs, strict=True)):
-        wb, wbursts, wfp = weight_terms(gm, m, resident[m], chunk, tile_k,
-                                        np.ones_like(steps) if chunk_outer else steps)
+    ho, hp = gm.hist(0, "out", len(layers) - 1), gm.hist(1, "out", len(layers) - 1)
+    bursts[:, _OUT] = sel.take(gm.cached(("out_bursts", tile_n, tile_k), lambda: np.sum([
+        cn * ck * gm.grid(ho, hp, box_bursts((last.n, kt_last, last.p, last.q), en, ek, b_out, burst))
+        for (en, cn), (ek, ck) in product(nparts, parts(kt_last, tile_k))], axis=0)))
+    steps = sel.steps(tile_n)
+    if c.chunk_outer:  # every weight piece is loaded once and kept while the tile steps run
+        steps = np.ones_like(steps)
+    for m in range(len(layers)):
+        wb, wbursts, _ = weight_terms(gm, m, resident[m], chunk, tile_k, steps)
         read[:, _W] += wb
         bursts[:, _W] += wbursts
-        fp_dbl[:, prob.memory_of_operand[_W]] += wfp
-        chans_in = chunk[m - 1] if m > 0 else layer.c_in
+    return read, write, bursts
+
+
+def weight_footprint(gm: GroupModel, c: Choice) -> np.ndarray:
+    """(M,) on-chip bytes per memory of every layer's weights (all of them when resident, else the
+    streamed piece), double-buffered when the arch is."""
+    def make() -> np.ndarray:
+        out = np.zeros(len(gm.arch.memories))
+        for m, prob in enumerate(gm.problems):
+            out[prob.memory_of_operand[_W]] += weight_terms(gm, m, c.resident[m], c.chunk, c.tile_k, np.zeros(0))[2]
+        return out
+    return gm.memo(("weight_footprint", c.resident, c.chunk, c.tile_k), make)
+
+
+def footprint(gm: GroupModel, sel: Selection, c: Choice, direction: Direction | None = None, *,
+              weights: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """On-chip bytes of the candidates ``sel`` per memory, held once (n, M) and double-buffered when
+    the arch is (n, M); the reuse-buffer bytes (n,) and the direction used (n,) bool, True = cols
+    (the one with the smaller reuse buffer when ``direction`` is None). ``weights=False`` leaves
+    out :func:`weight_footprint` (the only part that depends on ``c.resident``)."""
+    tile_n, tile_k, overlap, chunk = c.tile_n, c.tile_k, c.overlap, c.chunk
+    layers, probs, arch = gm.layers, gm.problems, gm.arch
+    first, last = layers[0], layers[-1]
+    n = sel.n
+    tn = min(tile_n, last.n)
+    mem = probs[0].memory_of_operand
+    held = np.zeros((n, len(arch.memories)))  # on-chip bytes held once
+    dbl = np.zeros((n, len(arch.memories)))  # on-chip bytes double-buffered when the arch is
+    dbl[:, mem[_IN]] += tn * first.c_in * probs[0].precision.input * sel.take(gm.window_area(0))
+    if c.chunk_outer:  # partial sums of the whole output map wait on chip for the last chunk
+        dbl[:, mem[_OUT]] += float(last.elements(_OUT) * probs[-1].precision.psum)
+    else:
+        dbl[:, mem[_OUT]] += tn * min(tile_k, last.k_out) * probs[-1].precision.psum * sel.take(gm.out_area())
+    if weights:
+        dbl += weight_footprint(gm, c)
+    reuse_rows, reuse_cols = np.zeros(n), np.zeros(n)
+    for m, prob in enumerate(probs):
         if m > 0:
-            r, c = gm.max_in[m]
-            footprint[:, mem[_IN]] += tn * chans_in * prob.precision.input * gm.pair(r, c)
-        rr, rc = reuse_buffers(gm, m, overlap, tile_n)
-        reuse_rows += rr
-        reuse_cols += rc
-        c_chunk = chans_in if (m > 0 and chans_in < layer.c_in) else layer.dims[Dim.C]
-        step = out_step(gm.group, m, chunk, tile_k, resident)
-        g_tile = 1 if step < layer.k_out else layer.groups
-        k_tile = step if layer.groups == 1 else layer.dims[Dim.K]
-        cyc, pick = gm.compute_cycles(m, overlap, tile_n, c_chunk, (g_tile, k_tile),
-                                      None if unroll is None else unroll[m])
-        compute += cyc
-        choices.append(pick)
-        kind = "new" if reuse else "out"
-        outs = last.n * gm.sum2(gm.hist(0, kind, m), gm.hist(1, kind, m), gm.ext(gm.hist(0, kind, m)),
-                                gm.ext(gm.hist(1, kind, m)))
-        executed += outs * (layer.macs // (layer.n * layer.p * layer.q))
-        kin = "newin" if reuse else "in"
-        ins = last.n * layer.c_in * gm.sum2(gm.hist(0, kin, m), gm.hist(1, kin, m), gm.ext(gm.hist(0, kin, m)),
-                                            gm.ext(gm.hist(1, kin, m)))
+            held[:, mem[_IN]] += tn * chunk[m - 1] * prob.precision.input * sel.take(gm.window_area(m))
+        if overlap is not Overlap.RECOMPUTE:
+            rr, rc = reuse_buffers(gm, m, overlap, tile_n)
+            reuse_rows += sel.take(rr)
+            reuse_cols += sel.take(rc)
+    if direction is None:
+        use_cols = reuse_cols < reuse_rows
+    else:
+        use_cols = np.full(n, direction is Direction.COLS)
+    reuse_bytes = np.where(use_cols, reuse_cols, reuse_rows)
+    held[:, mem[_IN]] += reuse_bytes
+    return held, dbl, reuse_bytes, use_cols
+
+
+def fits(gm: GroupModel, held: np.ndarray, dbl: np.ndarray) -> np.ndarray:
+    """(n,) whether the footprint fits every on-chip memory (doubled parts twice on double-buffered archs)."""
+    need = held + (2 if gm.arch.double_buffering else 1) * dbl
+    feasible = np.ones(len(held), dtype=bool)
+    for i, capacity in enumerate(gm.problems[0].capacity_bytes):
+        feasible &= need[:, i] <= capacity
+    return feasible
+
+
+def compute(gm: GroupModel, sel: Selection, c: Choice, unroll: tuple[tuple[int, ...], ...] | None = None
+            ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(n,) compute cycles of the candidates ``sel`` (layers one after the other) and per layer the
+    index of the unroll option used (into ``gm.unroll_options``; -1 when given)."""
+    total = np.zeros(sel.n)
+    choices: list[np.ndarray] = []
+    for m in range(len(gm.layers)):
+        c_chunk, gk_tile = compute_args(gm, m, c.chunk, c.tile_k, c.resident)
+        cyc, pick = gm.compute_cycles(m, c.overlap, c.tile_n, c_chunk, gk_tile, None if unroll is None else unroll[m])
+        total += sel.take(cyc)
+        choices.append(sel.take(pick))
+    return total, choices
+
+
+def executed_macs(gm: GroupModel, overlap: Overlap) -> np.ndarray:
+    """(n,) MACs executed by every candidate: useful ones plus recomputed overlaps (``recompute``)."""
+    def make() -> np.ndarray:
+        kind = "out" if overlap is Overlap.RECOMPUTE else "new"
+        executed = np.zeros(gm.n)
+        for m, layer in enumerate(gm.layers):
+            executed += gm.layers[-1].n * gm.volume(kind, m) * (layer.macs // (layer.n * layer.p * layer.q))
+        return executed
+    return gm.cached(("executed", overlap is Overlap.RECOMPUTE), make)
+
+
+def assemble(gm: GroupModel, *, tile_n: int, tile_k: int, overlap: Overlap, resident: tuple[bool, ...],
+             chunk: tuple[int, ...], direction: Direction | None = None,
+             unroll: tuple[tuple[int, ...], ...] | None = None, chunk_outer: bool = False,
+             index: np.ndarray | None = None) -> tuple[FusedCost, list[np.ndarray]]:
+    """Costs of every (tile_p, tile_q) candidate of ``gm`` (or of the ascending subset ``index``)
+    under the given discrete choices, and per layer the index of the unroll option used (into
+    ``gm.unroll_options``; -1 when given).
+
+    ``chunk_outer`` (two-layer groups with a chunked map): the same reload rule with the chunk loop
+    outermost -- the first layer's input is read once per chunk, every weight piece once in all, and
+    the last layer's whole output map is held on chip as partial sums."""
+    layers, probs = gm.layers, gm.problems
+    nl = len(layers)
+    last = layers[-1]
+    sel = Selection(gm, index)
+    n = sel.n
+    reuse = overlap is not Overlap.RECOMPUTE
+    choice = Choice(tile_n, tile_k, Overlap(overlap), tuple(resident), tuple(chunk), chunk_outer)
+    passes = choice.passes(gm)
+    read, write, bursts = traffic(gm, sel, choice)
+    held, dbl, reuse_bytes, use_cols = footprint(gm, sel, choice, direction)
+    feasible = fits(gm, held, dbl)
+    cycles, choices = compute(gm, sel, choice, unroll)
+    executed = sel.take(executed_macs(gm, overlap))
+    # What the PE array reads and writes per operand memory role, and the NoC bytes.
+    steps = sel.steps(tile_n)
+    k_trips = -(-last.k_out // min(tile_k, last.k_out))
+    acc = np.zeros((n, 3))
+    noc = np.zeros(n)
+    for m, (layer, prob) in enumerate(zip(layers, probs, strict=True)):
+        c_chunk, _ = compute_args(gm, m, chunk, tile_k, resident)
+        outs = last.n * sel.take(gm.volume("new" if reuse else "out", m))
+        ins = last.n * layer.c_in * sel.take(gm.volume("newin" if reuse else "in", m))
         in_step = ins * (k_trips if m == nl - 1 else 1)
         w_step = steps * float(layer.elements(_W))
         out_elems = outs * layer.k_out * (-(-layer.dims[Dim.C] // c_chunk))
@@ -168,17 +289,7 @@ def assemble(gm: GroupModel, *, tile_n: int, tile_k: int, overlap: Overlap, resi
         acc[:, _OUT if m == nl - 1 else _IN] += 2 * out_elems * psum
         noc += in_step * prob.precision.input * (passes if m == 0 else 1) + w_step * prob.precision.weight + \
             out_elems * psum
-    if direction is None:
-        use_cols = reuse_cols < reuse_rows
-    else:
-        use_cols = np.full(n, direction is Direction.COLS)
-    reuse_bytes = np.where(use_cols, reuse_cols, reuse_rows)
-    footprint[:, mem[_IN]] += reuse_bytes
-    need = footprint + dbl * fp_dbl
-    feasible = np.ones(n, dtype=bool)
-    for i, capacity in enumerate(probs[0].capacity_bytes):
-        feasible &= need[:, i] <= capacity
-    cost = _finish(gm, read, write, bursts, footprint + fp_dbl, feasible, compute, executed, acc, noc)
+    cost = _finish(gm, read, write, bursts, held + dbl, feasible, cycles, executed, acc, noc)
     return FusedCost(cost, executed, reuse_bytes, use_cols.astype(np.int64)), choices
 
 
@@ -191,13 +302,13 @@ def _finish(gm: GroupModel, read: np.ndarray, write: np.ndarray, bursts: np.ndar
     dram_cycles = total / arch.dram_bytes_per_cycle + (bursts[:, 0] + bursts[:, 1] + bursts[:, 2]) * \
         arch.burst_latency_cycles
     bw = arch.noc_bytes_per_cycle
-    noc_cycles = noc_bytes / bw if bw is not None else np.zeros(gm.n)
+    noc_cycles = noc_bytes / bw if bw is not None else np.zeros(len(compute))
     onchip = np.maximum(compute, noc_cycles)
     latency = np.maximum(onchip, dram_cycles) if arch.overlap else onchip + dram_cycles
     fills = read.copy()
     fills[:, _OUT] += write
     e_mem = [mem.energy_pj_per_byte for mem in arch.memories]
-    energy = np.zeros((gm.n, 5))
+    energy = np.zeros((len(compute), 5))
     energy[:, 0] = executed * arch.energy.mac_pj
     energy[:, 1] = 3 * executed * arch.register_file.energy_pj_per_access
     for op in Operand:

@@ -19,10 +19,12 @@ Intermediate maps and reuse buffers live in the memory that holds inputs.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import product
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -33,6 +35,8 @@ from tileplan.dims import Dim
 from tileplan.fusion.group import FusedGroup, Overlap
 from tileplan.fusion.propagate import AxisGeom, AxisTiles, histogram, propagate
 from tileplan.search.space import spatial_options
+
+T = TypeVar("T")
 
 
 def parts(length: int, tile: int) -> list[tuple[int, int]]:
@@ -75,6 +79,34 @@ class FusedCost:
     direction: np.ndarray  # 0 = rows, 1 = cols (the one with the smaller reuse buffer when not given)
 
 
+class Selection:
+    """The candidates one assembly covers: all of ``gm``'s (``index`` None) or the ascending subset
+    ``index`` of them (row-major over tile_p x tile_q), so that pruned candidates cost nothing. Values
+    on a subset are exactly the full ones taken at ``index``."""
+
+    def __init__(self, gm: GroupModel, index: np.ndarray | None = None) -> None:
+        self.gm = gm
+        self.index = None if index is None else np.asarray(index, dtype=np.int64)
+        if self.index is None:
+            self.n = gm.n
+            self.ip = self.iq = np.zeros(0, dtype=np.int64)
+        else:
+            self.n = len(self.index)
+            self.ip, self.iq = np.divmod(self.index, gm.shape[1])
+
+    def take(self, full: np.ndarray) -> np.ndarray:
+        """A per-candidate (n, ...) array of the whole model restricted to this selection."""
+        return full if self.index is None else full[self.index]
+
+    def pair(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Per-tile_p ``a`` times per-tile_q ``b`` on this selection (``GroupModel.pair``)."""
+        return self.gm.pair(a, b) if self.index is None else a[self.ip] * b[self.iq]
+
+    def steps(self, tile_n: int) -> np.ndarray:
+        """Tile steps of the shared N/P/Q loops (``GroupModel.steps``)."""
+        return -(-self.gm.layers[-1].n // tile_n) * self.take(self.gm.step_grid())
+
+
 class GroupModel:
     """A fused group compiled against an accelerator for candidate tile sizes ``tiles_p`` x ``tiles_q``
     of the last layer's output (default: every size). Candidates are the pairs, row-major."""
@@ -95,6 +127,13 @@ class GroupModel:
         self.shape = (len(tp), len(tq))
         self.n = len(tp) * len(tq)
         self._cache: dict[tuple[object, ...], np.ndarray] = {}
+        self._memo: dict[tuple[object, ...], Any] = {}
+
+    def memo(self, key: tuple[object, ...], make: Callable[[], T]) -> T:
+        """``make()`` (a scalar or small value) computed once per ``key`` for this model."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return cast(T, self._memo[key])
 
     def on_shares(self, archs: Sequence[Arch]) -> GroupModel:
         """This model with layer ``m`` computed on ``archs[m]``: its share of the PE array and register
@@ -106,6 +145,7 @@ class GroupModel:
         other = copy.copy(self)
         other.problems = [Problem(layer, a) for layer, a in zip(self.layers, archs, strict=True)]
         other._cache = {k: v for k, v in self._cache.items() if k[0] not in ("unroll", "compute")}
+        other._memo = {k: v for k, v in self._memo.items() if k[0] not in ("compute", "scal", "min_compute")}
         return other
 
     def cached(self, key: tuple[object, ...], make: Callable[[], np.ndarray]) -> np.ndarray:
@@ -162,6 +202,29 @@ class GroupModel:
         npos_n = -(-self.layers[-1].n // tile_n)
         return npos_n * np.outer(self.rows.npos, self.cols.npos).reshape(-1)
 
+    # ----------------------------------------------------------------- cached per-candidate bases
+    # Everything below is a full (n,) array computed once per model and shared by every choice of
+    # the discrete parameters; ``assemble`` scales them by scalars on the candidates it covers.
+    def step_grid(self) -> np.ndarray:
+        """(n,) tile steps of the shared P/Q loops (times the N steps: :meth:`steps`)."""
+        return self.cached(("step_grid",), lambda: np.outer(self.rows.npos, self.cols.npos).reshape(-1))
+
+    def window_area(self, m: int) -> np.ndarray:
+        """(n,) rows x columns of layer ``m``'s largest input window (Eq. 4)."""
+        return self.cached(("window", m), lambda: self.pair(*self.max_in[m]))
+
+    def out_area(self) -> np.ndarray:
+        """(n,) rows x columns of the last layer's output tile."""
+        return self.cached(("out_area",), lambda: self.pair(*self.max_out))
+
+    def volume(self, kind: str, m: int) -> np.ndarray:
+        """(n,) sum over all tile steps of the row extent x column extent of layer ``m``'s ``kind``
+        intervals (``hist`` kinds): pixels per channel and image, summed over the steps."""
+        def make() -> np.ndarray:
+            hr, hq = self.hist(0, kind, m), self.hist(1, kind, m)
+            return self.sum2(hr, hq, self.ext(hr), self.ext(hq))
+        return self.cached(("volume", kind, m), make)
+
     def rows_geom(self, m: int) -> AxisGeom:
         return self.row_geoms[m]
 
@@ -189,53 +252,104 @@ class GroupModel:
         """(n,) compute cycles of layer ``m`` over all steps and the (n,) index of the unroll option
         used (the fastest per candidate when ``unroll`` is None; -1 when it was given)."""
         key = ("compute", m, overlap is Overlap.RECOMPUTE, tile_n, c_chunk, gk_tile, unroll)
-        if key not in self._cache:
+        if key not in self._memo:
             options = self.unroll_options(m) if unroll is None else np.array([unroll], dtype=np.int64)
             kind = "out" if overlap is Overlap.RECOMPUTE else "new"
-            hr, hq = self.hist(0, kind, m), self.hist(1, kind, m)
             best = np.full(self.n, np.inf)
             choice = np.zeros(self.n, dtype=np.int64)
             for k, u in enumerate(options):
-                cyc = self._cycles_one(m, hr, hq, tile_n, c_chunk, gk_tile, u)
+                cyc = self._cycles_one(m, kind, tile_n, c_chunk, gk_tile, u)
                 better = cyc < best
                 best = np.where(better, cyc, best)
                 choice = np.where(better, k, choice)
-            self._cache[key] = np.stack([best, choice if unroll is None else np.full(self.n, -1)])
-        value = self._cache[key]
-        return value[0], value[1].astype(np.int64)
+            self._memo[key] = (best, choice if unroll is None else np.full(self.n, -1, dtype=np.int64))
+        value: tuple[np.ndarray, np.ndarray] = self._memo[key]
+        return value
 
-    def _cycles_one(self, m: int, hr: np.ndarray, hq: np.ndarray, tile_n: int, c_chunk: int, gk_tile: tuple[int, int],
-                    u: np.ndarray) -> np.ndarray:
-        prob, layer = self.problems[m], self.layers[m]
-        d = layer.dims
-        flat = prob.flattened_axes
-        flat_dims = {x for dims, _ in flat for x in dims}
-        e_p = np.arange(hr.shape[1], dtype=np.int64)
-        e_q = np.arange(hq.shape[1], dtype=np.int64)
-        total = np.zeros(self.n)
+    def min_compute_cycles(self, m: int, overlap: Overlap, tile_n: int, c_chunk: int, gk_tile: tuple[int, int]
+                           ) -> float:
+        """The smallest of ``compute_cycles(...)[0]`` over all candidates, exactly, without building
+        that array when no flattened axis mixes P or Q with other dims: per unroll the cycles are
+        ``ceil(s * grid * op / macs)`` with a scalar ``s`` and a P/Q ``grid`` shared by many keys,
+        non-decreasing in the grid value, so their minimum is taken at the grid's minimum."""
+        key = ("compute", m, overlap is Overlap.RECOMPUTE, tile_n, c_chunk, gk_tile, None)
+        kind = "out" if overlap is Overlap.RECOMPUTE else "new"
+        prob = self.problems[m]
+        if key in self._memo or any(Dim.P in dims or Dim.Q in dims for dims, _ in prob.flattened_axes):
+            return float(np.min(self.compute_cycles(m, overlap, tile_n, c_chunk, gk_tile)[0]))
+        best = np.inf
+        for u in self.unroll_options(m):
+            scal = self._scal(m, tile_n, c_chunk, gk_tile, u)
+            low = float(np.min(self._pq_grid(m, kind, int(u[Dim.P]), int(u[Dim.Q]))))
+            best = min(best, float(np.ceil(scal * low * prob.op_factor / self.arch.pe_array.macs_per_pe_per_cycle)))
+        return best
+
+    def _pq_grid(self, m: int, kind: str, up: int, uq: int) -> np.ndarray:
+        """(n,) P/Q spatial steps of layer ``m`` (unroll ``up`` x ``uq``) summed over the tile positions."""
+        def make() -> np.ndarray:
+            hr, hq = self.hist(0, kind, m), self.hist(1, kind, m)
+            e_p = np.arange(hr.shape[1], dtype=np.int64)
+            e_q = np.arange(hq.shape[1], dtype=np.int64)
+            return self.sum2(hr, hq, _ceil(e_p, up).astype(np.float64), _ceil(e_q, uq).astype(np.float64))
+        return self.cached(("pq_grid", m, kind, up, uq), make)
+
+    def _parts(self, m: int, tile_n: int, c_chunk: int, gk_tile: tuple[int, int]
+               ) -> list[tuple[dict[Dim, int], float]]:
+        """(extents, count) of every part of layer ``m``'s N/G/K/C tiles."""
+        d = self.layers[m].dims
+        out = []
         for (en, cn), (eg, cg), (ek, ck), (ec, cc) in product(
                 parts(d[Dim.N], tile_n), parts(d[Dim.G], gk_tile[0]), parts(d[Dim.K], gk_tile[1]),
                 parts(d[Dim.C], c_chunk)):
-            ext = {Dim.N: en, Dim.G: eg, Dim.K: ek, Dim.C: ec, Dim.R: d[Dim.R], Dim.S: d[Dim.S]}
-            scal = float(cn * cg * ck * cc)
-            for dim, e in ext.items():
-                if dim not in flat_dims:
-                    scal *= int(_ceil(e, int(u[dim])))
-            f_p = _ceil(e_p, int(u[Dim.P])) if Dim.P not in flat_dims else np.ones_like(e_p)
-            f_q = _ceil(e_q, int(u[Dim.Q])) if Dim.Q not in flat_dims else np.ones_like(e_q)
-            pq_flat = [(dims, lanes) for dims, lanes in flat if Dim.P in dims or Dim.Q in dims]
-            if not pq_flat:
-                grid = self.sum2(hr, hq, f_p.astype(np.float64), f_q.astype(np.float64))
-            else:
+            out.append(({Dim.N: en, Dim.G: eg, Dim.K: ek, Dim.C: ec, Dim.R: d[Dim.R], Dim.S: d[Dim.S]},
+                        float(cn * cg * ck * cc)))
+        return out
+
+    def _part_steps(self, m: int, ext: dict[Dim, int], count: float, u: np.ndarray) -> float:
+        """Spatial steps of one part over every dim but P and Q (unrolled and flattened axes) times
+        its count."""
+        flat = self.problems[m].flattened_axes
+        flat_dims = {x for dims, _ in flat for x in dims}
+        scal = count
+        for dim, e in ext.items():
+            if dim not in flat_dims:
+                scal *= -(-e // int(u[dim]))
+        for dims, lanes in flat:
+            if Dim.P not in dims and Dim.Q not in dims:
+                scal *= -(-math.prod(ext[a] for a in dims) // lanes)
+        return scal
+
+    def _scal(self, m: int, tile_n: int, c_chunk: int, gk_tile: tuple[int, int], u: np.ndarray) -> float:
+        """Sum over the parts of :meth:`_part_steps` (integer-valued)."""
+        return self.memo(("scal", m, tile_n, c_chunk, gk_tile, u.tobytes()), lambda: float(sum(
+            self._part_steps(m, ext, count, u) for ext, count in self._parts(m, tile_n, c_chunk, gk_tile))))
+
+    def _cycles_one(self, m: int, kind: str, tile_n: int, c_chunk: int, gk_tile: tuple[int, int],
+                    u: np.ndarray) -> np.ndarray:
+        """(n,) compute cycles of layer ``m`` with unroll ``u``: per part of the N/G/K/C tiles, the
+        spatial steps of its extents times the P/Q steps summed over the tile positions. Unless a
+        flattened axis mixes P or Q with other dims, the P/Q sum (``_pq_grid``, shared by every key
+        with the same P and Q factors) is common to all parts and is multiplied once by their sum
+        (integer-valued floats: the same value as adding the parts one by one)."""
+        prob = self.problems[m]
+        flat = prob.flattened_axes
+        flat_dims = {x for dims, _ in flat for x in dims}
+        pq_flat = [(dims, lanes) for dims, lanes in flat if Dim.P in dims or Dim.Q in dims]
+        if not pq_flat:
+            total = self._scal(m, tile_n, c_chunk, gk_tile, u) * self._pq_grid(m, kind, int(u[Dim.P]), int(u[Dim.Q]))
+        else:
+            hr, hq = self.hist(0, kind, m), self.hist(1, kind, m)
+            e_p = np.arange(hr.shape[1], dtype=np.int64)
+            e_q = np.arange(hq.shape[1], dtype=np.int64)
+            total = np.zeros(self.n)
+            for ext, count in self._parts(m, tile_n, c_chunk, gk_tile):
+                f_p = _ceil(e_p, int(u[Dim.P])) if Dim.P not in flat_dims else np.ones_like(e_p)
+                f_q = _ceil(e_q, int(u[Dim.Q])) if Dim.Q not in flat_dims else np.ones_like(e_q)
                 matrix = np.outer(f_p, f_q)
                 for dims, lanes in pq_flat:
                     x = int(np.prod([ext[a] for a in dims if a not in (Dim.P, Dim.Q)]))
                     ep = e_p if Dim.P in dims else np.ones_like(e_p)
                     eq = e_q if Dim.Q in dims else np.ones_like(e_q)
                     matrix = matrix * _ceil(np.outer(ep, eq) * x, lanes)
-                grid = self.grid(hr, hq, matrix)
-            for dims, lanes in flat:
-                if Dim.P not in dims and Dim.Q not in dims:
-                    scal *= int(_ceil(int(np.prod([ext[a] for a in dims])), lanes))
-            total += scal * grid
+                total += self._part_steps(m, ext, count, u) * self.grid(hr, hq, matrix)
         return np.ceil(total * prob.op_factor / self.arch.pe_array.macs_per_pe_per_cycle)

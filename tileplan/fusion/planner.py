@@ -165,6 +165,13 @@ def plan_fusion(network: Network, arch: Arch, base: NetworkPlan, objective: Obje
         groups.append(GroupPlan(tuple(x.name for x in network.layers[s:e]), res.mapping, costs[(s, e)], unfused,
                                 res.executed_macs, res.reuse_bytes, 0 if cached else res.evaluated, res.space_size,
                                 0.0 if cached else res.seconds, cached, res.partition))
-    meta = {"candidates": len(found), "searched": sum(1 for _, c in found.values() if c is None),
-            "every_start": every_start, "dram_burst_bytes": arch.dram.burst_bytes}
+    searched = [res for res, c in found.values() if c is None]
+    meta = {"candidates": len(found), "searched": len(searched), "every_start": every_start,
+            "dram_burst_bytes": arch.dram.burst_bytes,
+            "space_size": sum(r.space_size for r in searched), "screened": sum(r.screened for r in searched),
+            "evaluated": sum(r.evaluated for r in searched), "search_seconds": sum(r.seconds for r in searched),
+            "group_search": {r.group.name: {"space_size": r.space_size, "screened": r.screened,
+                                            "evaluated": r.evaluated, "configs": r.configs,
+                                            "configs_skipped": r.configs_skipped, "seconds": r.seconds}
+                             for r in searched}}
     return FusionPlan(base, tuple(groups), max_group, meta)

@@ -20,15 +20,22 @@ import numpy as np
 
 from tileplan.arch.spec import Arch
 from tileplan.cost.batch import CostBatch
-from tileplan.fusion.assemble import assemble
-from tileplan.fusion.cost import GroupModel
+from tileplan.fusion.assemble import Choice, assemble, footprint, weight_footprint
+from tileplan.fusion.bounds import SLACK, candidate_bound, config_bound
+from tileplan.fusion.cost import GroupModel, Selection
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
 from tileplan.search.objective import Objective, best_index
 
 
 @dataclass(frozen=True)
 class GroupResult:
-    """The best fused mapping of a group and its costs (a batch of one)."""
+    """The best fused mapping of a group and its costs (a batch of one).
+
+    ``space_size`` is the number of fused mappings the search stands for (every tile pair, discrete
+    choice, direction and unroll); ``screened`` the (tile pair, discrete choice) candidates it looked
+    at, ``evaluated`` those it fully costed after the safe pruning (``search_group``); ``configs``
+    the discrete choices and ``configs_skipped`` those dismissed by their scalar bound alone.
+    """
 
     group: FusedGroup
     mapping: FusedMapping
@@ -38,6 +45,9 @@ class GroupResult:
     evaluated: int
     space_size: float
     seconds: float
+    screened: int = 0
+    configs: int = 0
+    configs_skipped: int = 0
     partition: dict[str, Any] | None = None  # the resource partition (``fusion.partition``) if restricted
 
 
@@ -82,8 +92,8 @@ def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Obj
                  residencies: list[tuple[bool, ...]] | None = None,
                  chunks: list[tuple[int, ...]] | None = None,
                  tile_ks: list[int] | None = None,
-                 gm: GroupModel | None = None,
-                 outers: tuple[bool, ...] = (False, True)) -> GroupResult | None:
+                 gm: GroupModel | None = None, outers: tuple[bool, ...] = (False, True),
+                 prune: bool = True) -> GroupResult | None:
     """Best fused mapping of ``group`` (``None`` when no candidate fits on chip).
 
     ``overlaps``, ``residencies`` (per-layer resident flags), ``chunks`` (per-map chunk tuples) and
@@ -92,6 +102,13 @@ def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Obj
     whether the chunk loop sits inside the tile steps (``False``) and/or outside (``True``, two-layer
     groups with a chunked map only, with streamed weights: residency changes nothing there but
     the footprint).
+
+    ``prune`` (default) drops, provably without changing the result, the candidates that do not fit
+    on chip (from the footprint alone, computed once for every residency), then every discrete
+    choice whose scalar bound (``bounds.config_bound``) exceeds the best value so far, then the
+    candidates whose bounds (``bounds.Bounds.beaten``) show they can neither beat nor tie the best
+    key; only the rest is fully costed. Choices are still visited in the same order and a
+    later one replaces the best only when strictly better, so the mapping found is the unpruned one.
     """
     start = time.perf_counter()
     obj = Objective(objective)
@@ -102,10 +119,12 @@ def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Obj
         residencies = [tuple(r) for r in product((True, False), repeat=nl)
                        if all(has or keep for has, keep in zip(has_w, r, strict=True))]
     best_key: tuple[float, ...] | None = None
-    best: tuple[int, FusedMapping, CostBatch, int, int] | None = None
-    evaluated = 0
-    configs = 0
+    best: tuple[FusedMapping, CostBatch, int, int] | None = None
+    evaluated = screened = configs = skipped = 0
+    everything = Selection(gm)
     unroll_space = float(np.prod([len(gm.unroll_options(m)) for m in range(nl)]))
+    double = 2 if arch.double_buffering else 1
+    capacity = gm.problems[0].capacity_bytes.astype(np.float64)
     for tile_n in range(1, gm.layers[-1].n + 1):
         for overlap in overlaps:
             for chunk in chunk_options(group) if chunks is None else chunks:
@@ -113,29 +132,48 @@ def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Obj
                                               if tile_ks is None or k in tile_ks], outers):
                     if outer and (nl != 2 or chunk[0] >= gm.layers[0].k_out or tile_k < gm.layers[-1].k_out):
                         continue
+                    room: np.ndarray | None = None  # on-chip bytes left for the weights, per candidate and memory
                     for resident in residencies:
                         if outer and any(r and has for r, has in zip(resident, has_w, strict=True)):
                             continue
-                        fc, picks = assemble(gm, tile_n=tile_n, tile_k=tile_k, overlap=overlap, resident=resident,
-                                             chunk=chunk, chunk_outer=outer)
-                        evaluated += gm.n
+                        choice = Choice(tile_n, tile_k, overlap, resident, chunk, outer)
                         configs += 1
+                        screened += gm.n
+                        index: np.ndarray | None = None
+                        if prune:
+                            if room is None:  # the footprint without weights does not depend on ``resident``
+                                held, dbl, _, _ = footprint(gm, everything, choice, weights=False)
+                                room = capacity[None, :] - (held + double * dbl)
+                            index = np.flatnonzero(np.all(room >= double * weight_footprint(gm, choice), axis=1))
+                            if not len(index):
+                                continue
+                            if best_key is not None:
+                                if config_bound(gm, obj, choice) > best_key[0] * (1 + SLACK):
+                                    skipped += 1
+                                    continue
+                                bounds = candidate_bound(gm, Selection(gm, index), obj, choice)
+                                index = index[~bounds.beaten(obj, best_key)]
+                                if not len(index):
+                                    continue
+                        fc, picks = assemble(gm, tile_n=tile_n, tile_k=tile_k, overlap=overlap, resident=resident,
+                                             chunk=chunk, chunk_outer=outer, index=index)
+                        evaluated += len(fc.executed_macs)
                         i = _best(obj, fc.cost)
                         if i < 0:
                             continue
                         key = tuple(float(k[i]) for k in [obj.key(fc.cost), *obj.tie_keys(fc.cost)])
                         if best_key is None or key < best_key:
-                            ip, iq = divmod(i, gm.shape[1])
+                            ip, iq = divmod(i if index is None else int(index[i]), gm.shape[1])
                             unroll = tuple(tuple(int(x) for x in gm.unroll_options(m)[picks[m][i]])
                                            for m in range(nl))
                             mapping = FusedMapping(tile_n, int(gm.rows.tiles[ip]), int(gm.cols.tiles[iq]), tile_k,
                                                    overlap, Direction.COLS if fc.direction[i] else Direction.ROWS,
                                                    resident, chunk, unroll, outer)
                             best_key = key
-                            best = (i, mapping, fc.cost.take(i), int(fc.executed_macs[i]),
-                                    int(fc.reuse_bytes[i]))
+                            best = (mapping, fc.cost.take(i), int(fc.executed_macs[i]), int(fc.reuse_bytes[i]))
     if best is None:
         return None
-    _, mapping, cost, executed, reuse = best
+    mapping, cost, executed, reuse = best
     space = float(configs) * gm.n * 2 * unroll_space
-    return GroupResult(group, mapping, cost, executed, reuse, evaluated, space, time.perf_counter() - start)
+    return GroupResult(group, mapping, cost, executed, reuse, evaluated, space, time.perf_counter() - start,
+                       screened, configs, skipped)

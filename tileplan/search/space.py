@@ -270,15 +270,16 @@ def _dominators(cost: np.ndarray, fp: np.ndarray) -> list[np.ndarray]:
     same = np.all(cost[None, :, :] == cost[:, None, :], axis=2)
     idx = np.arange(m)
     allowed = le & (~same | (idx[None, :] < idx[:, None]))
-    out = []
-    for a in range(m):
-        cand = np.nonzero(allowed[a])[0]
-        if len(cand) > 1:
-            f = fp[cand]
-            geq = np.all(f[None, :, :] >= f[:, None, :], axis=2) & np.any(f[None, :, :] > f[:, None, :], axis=2)
-            # geq[i, j]: j's footprint >= i's everywhere and > somewhere -> j is not minimal
-            cand = cand[~np.any(geq, axis=0)]
-        out.append(cand)
+    # beats[i, j]: i's footprint <= j's everywhere and < somewhere, so j is not minimal wherever i is
+    # a candidate too. Per candidate a, j survives iff no allowed i beats it: a 0/1 matrix product
+    # (exact: counts below 2**24), in blocks of rows, instead of a pairwise test per candidate set.
+    beats = np.all(fp[:, None, :] <= fp[None, :, :], axis=2) & np.any(fp[:, None, :] < fp[None, :, :], axis=2)
+    weights = beats.astype(np.float32)
+    out: list[np.ndarray] = []
+    for lo in range(0, m, 256):
+        rows = allowed[lo:lo + 256]
+        keep = rows & ~((rows.astype(np.float32) @ weights) > 0)
+        out.extend(np.nonzero(row)[0] for row in keep)
     return out
 
 
