@@ -19,7 +19,7 @@ def test_quick_run_writes_every_table_figure_and_explains_every_gap(tmp_path: Pa
     summary = (tmp_path / "summary.md").read_text()
     assert "UNEXPLAINED" not in summary and "fig8.throughput_geomean" in summary
     for name in ("table3_offchip", "fig6_layouts_per_layer", "fig7_uniform_layouts", "table4_space", "fig8_onchip",
-                 "fig10_decoupling_gap"):
+                 "fig10_decoupling_gap", "search_time"):
         assert (tmp_path / f"{name}.csv").exists(), name
     for name in ("table3_db_blocks", "fig6_layouts_per_layer", "fig7_uniform_layouts", "table4_space",
                  "fig8_throughput_eyeriss", "fig8_energy_edge", "fig10_decoupling_gap"):

@@ -127,3 +127,29 @@ def test_bound_pruning_is_safe(label: str, objective: Objective) -> None:
     for a, b in zip([objective.key(pruned.cost), *objective.tie_keys(pruned.cost)],
                     [objective.key(full.cost), *objective.tie_keys(full.cost)], strict=True):
         assert a[0] == pytest.approx(b[0], rel=1e-12)
+
+
+def test_every_pruning_option_is_a_strategy_option_and_bad_ones_are_one_error_line() -> None:
+    from typer.testing import CliRunner
+
+    from tileplan import api
+    from tileplan.cli import app
+    from tileplan.errors import TileplanError
+
+    opts = api.strategy_options(pruning=["divisors", "bound", "layouts", "utilization"], max_parallel=2)
+    assert opts == {"divisors": False, "bound": False, "every_layout": True, "min_utilization": 0.0,
+                    "max_parallel": 2}
+    assert set(api.MARVEL_PRUNING) == {"divisors", "offchip-divisors", "unroll-rs", "symmetry", "layouts",
+                                       "utilization", "bound"}
+    with pytest.raises(TileplanError, match="unknown pruning option 'bogus'"):
+        api.strategy_options(pruning=["bogus"])
+    # every option reaches the strategy: no symmetry pruning keeps more on-chip orders, same optimum
+    problem, off = _offchip("L4")
+    full = run("marvel", problem, Objective.LATENCY, **api.strategy_options(pruning=["symmetry", "bound"]))
+    pruned = run("marvel", problem, Objective.LATENCY)
+    assert full.evaluated > pruned.evaluated and full.cost.latency_cycles[0] == pruned.cost.latency_cycles[0]
+    result = CliRunner().invoke(app, ["plan", "marvel15", "-a", "eyeriss", "-s", "marvel", "--no-prune", "bogus"])
+    assert result.exit_code != 0
+    assert result.output.strip().splitlines()[-1].startswith("error: unknown pruning option 'bogus'")
+    result = CliRunner().invoke(app, ["plan", "marvel15", "-a", "eyeriss", "-s", "marvel", "--min-utilization", "2"])
+    assert result.exit_code != 0 and "error: --min-utilization must be between 0 and 1" in result.output
