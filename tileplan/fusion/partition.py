@@ -193,14 +193,23 @@ def _legal_sides(arch: Arch, layer: Layer) -> list[Sides]:
     return [(w, h) for w, h in product(divisors(x), divisors(y)) if rs_sides_ok(arch, layer, (w, h))]
 
 
-def _spatial(arch: Arch, layers: tuple[Layer, ...], choices: list[list[Sides]]) -> list[Partition]:
+def _spatial_setting(arch: Arch, layers: tuple[Layer, ...]) -> tuple[Sides, tuple[int, int, int]] | None:
+    """(array sides, the full register file) for a spatial partition of ``layers``, or None when some
+    layer cannot run a row-stationary step even with the whole register file."""
     if len(layers) > MAX_SPATIAL:
         raise TileplanError(f"spatial fusion places at most {MAX_SPATIAL} layers, not {len(layers)}")
-    box = array_sides(arch)
     rf = arch.register_file
     full = (rf.weights_bytes, rf.inputs_bytes, rf.psums_bytes)
     if not all(rf_fits(arch, layer, full) for layer in layers):
+        return None
+    return array_sides(arch), full
+
+
+def _spatial(arch: Arch, layers: tuple[Layer, ...], choices: list[list[Sides]]) -> list[Partition]:
+    setting = _spatial_setting(arch, layers)
+    if setting is None:
         return []
+    box, full = setting
     out = []
     for combo in product(*choices):
         origins = place(tuple(combo), box)
@@ -256,13 +265,10 @@ def maximal_spatial_partitions(arch: Arch, layers: tuple[Layer, ...]) -> list[Pa
     easier, and nothing else depends on the partition, so a search over these keeps an optimum of the
     search over all of :func:`spatial_partitions`. Built from guillotine tilings (exact up to
     ``MAX_SPATIAL`` layers)."""
-    if len(layers) > MAX_SPATIAL:
-        raise TileplanError(f"spatial fusion places at most {MAX_SPATIAL} layers, not {len(layers)}")
-    box = array_sides(arch)
-    rf = arch.register_file
-    full = (rf.weights_bytes, rf.inputs_bytes, rf.psums_bytes)
-    if not all(rf_fits(arch, layer, full) for layer in layers):
+    setting = _spatial_setting(arch, layers)
+    if setting is None:
         return []
+    box, full = setting
     ordered: set[tuple[Sides, ...]] = set()
     for multiset in _tilings(box, box, len(layers)):
         for perm in set(permutations(multiset)):
