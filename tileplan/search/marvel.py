@@ -271,33 +271,52 @@ def _floor_keys(problem: Problem, objective: Objective, opts: OnChipOptions, til
 
 
 def marvel_random(problem: Problem, objective: Objective, *, seconds: float = 1.0, seed: int = 0,
-                  per_draw: int = 256) -> SearchResult:
-    """Random sampling of the joint space for a time budget (MARVEL's Fig. 10 baseline): a random
-    feasible level-3 tiling and DRAM reuse-class order, then ``per_draw`` random on-chip levels
-    under it (no pruning but the L1 and PE-array fit), until ``seconds`` have passed."""
+                  budget: int | None = None, per_draw: int = 256) -> SearchResult:
+    """Random sampling of the joint space (MARVEL's Fig. 10 baseline, Timeloop's random search):
+    each draw is a uniformly random feasible level-3 tiling (any tile sizes) and DRAM reuse-class
+    order, then ``per_draw`` uniformly random on-chip levels under it (no pruning but the L1 and
+    PE-array fit); draws go on until ``seconds`` of CPU time have passed or ``budget`` candidates
+    have been costed, whichever comes first (at least one draw that fits). ``seed`` fixes the
+    sequence; ``seconds`` in the result is CPU time."""
     _single_core(problem, "marvel-random")
-    t0 = time.perf_counter()
+    if seconds <= 0 or (budget is not None and budget < 1):
+        raise TileplanError(f"marvel-random needs a positive time budget and sample budget, got {seconds} s and "
+                            f"{budget} samples")
+    t0 = time.process_time()
     rng = np.random.default_rng(seed)
-    tiles = candidate_tiles(problem, False)
-    tiles = tiles[fits(problem, tiles)]
-    if len(tiles) == 0:
-        raise InfeasibleError(f"no level-3 tile of layer {problem.layer.name!r} fits {problem.arch.name}")
     orders = class_orders()
     free = _options(False, False, False, 8, 0.0, bound=False)
     best: tuple[tuple[float, ...], OnChip] | None = None
     evaluated = 0
-    while best is None or time.perf_counter() - t0 < seconds:
-        tile = tiles[rng.integers(len(tiles))]
+    tiles = np.zeros((0, NDIMS), dtype=np.int64)
+    while best is None or (time.process_time() - t0 < seconds and (budget is None or evaluated < budget)):
+        if len(tiles) == 0:
+            tiles = _random_tilings(problem, rng)
+            if len(tiles) == 0:
+                if time.process_time() - t0 > 10 * seconds:
+                    raise InfeasibleError(f"random sampling found no level-3 tile of layer {problem.layer.name!r} "
+                                          f"that fits {problem.arch.name}")
+                continue
+        tile, tiles = tiles[0], tiles[1:]
+        # a draw costs its level samples under up to 8 step orders
+        draws = per_draw if budget is None else max(1, min(per_draw, -(-(budget - evaluated) // 8)))
         base = Mapping(tiles=tuple(int(x) for x in tile), order=tuple(Dim(int(d)) for d in orders[rng.integers(16)]))
-        found = onchip(problem, base, objective, free, sample=(rng, per_draw), bound=False)
+        found = onchip(problem, base, objective, free, sample=(rng, draws), bound=False)
         if found is None:
-            if time.perf_counter() - t0 > 10 * seconds:
+            if time.process_time() - t0 > 10 * seconds:
                 raise InfeasibleError(f"random sampling found no on-chip level of layer {problem.layer.name!r} "
                                       f"that fits {problem.arch.name}")
             continue
-        evaluated += found.evaluated
+        evaluated += found.costed
         key = tuple(float(k[0]) for k in [objective.key(found.cost), *objective.tie_keys(found.cost)])
         if best is None or key < best[0]:
             best = (key, found)
-    return SearchResult("marvel-random", best[1].mapping, best[1].cost, evaluated, float(len(tiles)) * 16,
-                        time.perf_counter() - t0)
+    space = float(np.prod(problem.dims.astype(np.float64))) * len(orders)
+    return SearchResult("marvel-random", best[1].mapping, best[1].cost, evaluated, space, time.process_time() - t0)
+
+
+def _random_tilings(problem: Problem, rng: np.random.Generator, count: int = 4096) -> np.ndarray:
+    """Uniformly random level-3 tilings (each tile size uniform in 1..the dimension) that fit the
+    on-chip memories: drawn, then rejected unless they fit (uniform over the fitting ones)."""
+    tiles = np.stack([rng.integers(1, int(n) + 1, size=count) for n in problem.dims], axis=1)
+    return tiles[fits(problem, tiles)]

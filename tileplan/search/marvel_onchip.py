@@ -67,6 +67,51 @@ def _dim_options(length: int, unrolled: bool, fan: bool, divisors: bool, pes: in
     return pairs
 
 
+def _fit(problem: Problem, cand: np.ndarray, max_parallel: int) -> np.ndarray:
+    """Which (n, 2, 8) level-1 tiles and fan-outs fit L1 (double-buffered when the arch is) and the
+    PE array, with at most ``max_parallel`` dimensions fanning out (dimensions not yet chosen hold 1)."""
+    arch = problem.arch
+    rf = arch.register_file
+    factor = 2 if arch.double_buffering else 1
+    prec = problem.precision
+    stride, dil = problem.stride, problem.dilation
+    t, f = cand[:, 0], cand[:, 1]
+    rows = ((t[:, Dim.P] - 1) * stride[0] + (t[:, Dim.R] - 1) * dil[0] + 1)
+    cols = ((t[:, Dim.Q] - 1) * stride[1] + (t[:, Dim.S] - 1) * dil[1] + 1)
+    need_in = t[:, Dim.N] * t[:, Dim.G] * t[:, Dim.C] * rows * cols * prec.input * problem.layer.input_count
+    need_w = t[:, Dim.G] * t[:, Dim.K] * t[:, Dim.C] * t[:, Dim.R] * t[:, Dim.S] * prec.weight
+    need_o = t[:, Dim.N] * t[:, Dim.G] * t[:, Dim.K] * t[:, Dim.P] * t[:, Dim.Q] * prec.psum
+    has = problem.has_operand
+    keep = ((need_in * factor <= rf.inputs_bytes) | (not has[0])) & (
+        (need_w * factor <= rf.weights_bytes) | (not has[1])) & (need_o * factor <= rf.psums_bytes)
+    return np.asarray(keep & (np.prod(f, axis=1) <= arch.total_pes(prec.input))
+                      & (np.sum(f > 1, axis=1) <= max_parallel))
+
+
+def sample_level(problem: Problem, tiles0: tuple[int, ...], opts: OnChipOptions, rng: np.random.Generator,
+                 count: int, *, tries: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """Uniformly random on-chip levels under ``tiles0`` without enumerating them: up to ``count``
+    (level-1 tile, fan-out) candidates of ``level_options`` (each dimension's pair drawn uniformly,
+    rejected unless the whole fits: uniform over the fitting ones) and up to 8 random step orders
+    (random permutations of the dimensions that can take several steps)."""
+    pes = problem.arch.total_pes(problem.precision.input)
+    t0 = np.minimum(np.array(tiles0), problem.dims)
+    pairs = [_dim_options(int(t0[d]), opts.unroll_rs and d in (Dim.R, Dim.S),
+                          opts.parallel is None or d in opts.parallel, opts.divisors, pes) for d in DIMS]
+    found = np.zeros((0, 2, NDIMS), dtype=np.int64)
+    for _ in range(tries):
+        cand = np.stack([p[rng.integers(len(p), size=4 * count)] for p in pairs], axis=2)
+        cand = cand[_fit(problem, cand, opts.max_parallel)]
+        cand = cand[np.prod(cand[:, 1], axis=1) >= opts.min_utilization * pes]
+        found = np.concatenate([found, cand])[:count]
+        if len(found) == count:
+            break
+    free = [int(d) for d in DIMS if t0[d] > 1 and not (opts.unroll_rs and d in (Dim.R, Dim.S))]
+    fixed = [int(d) for d in DIMS if int(d) not in free]
+    orders = np.array([fixed + [int(x) for x in rng.permutation(free)] for _ in range(8)], dtype=np.int64)
+    return found, orders.reshape(-1, NDIMS)
+
+
 @lru_cache(maxsize=4096)
 def _dim_steps(length: int, t0: int, unrolled: bool, fan: bool, divisors: bool, pes: int) -> np.ndarray:
     """Compute steps along one dimension (``cost.leveldims`` ``step_max``) of each pair of
@@ -82,12 +127,7 @@ def level_options(problem: Problem, tiles0: tuple[int, ...], opts: OnChipOptions
     """(m, 2, 8) level-1 tiles and fan-outs that fit L1 (double-buffered) and the PE array;
     ``max_steps``: only those whose compute steps (the product over dimensions of the model's
     ``step_max``, order-independent) are at most this many, pruned while the product is built."""
-    arch = problem.arch
-    pes = arch.total_pes(problem.precision.input)
-    rf = arch.register_file
-    factor = 2 if arch.double_buffering else 1
-    prec = problem.precision
-    stride, dil = problem.stride, problem.dilation
+    pes = problem.arch.total_pes(problem.precision.input)
     t0 = np.minimum(np.array(tiles0), problem.dims)
     cand = np.ones((1, 2, NDIMS), dtype=np.int64)
     steps = np.ones(1)
@@ -113,16 +153,7 @@ def level_options(problem: Problem, tiles0: tuple[int, ...], opts: OnChipOptions
             fanned = np.prod(cand[:, 1], axis=1).astype(np.float64)
             fast = steps * np.maximum(later[d + 1], rest[d + 1] * fanned / pes) <= max_steps
             cand, steps = cand[fast], steps[fast]
-        t, f = cand[:, 0], cand[:, 1]
-        rows = ((t[:, Dim.P] - 1) * stride[0] + (t[:, Dim.R] - 1) * dil[0] + 1)
-        cols = ((t[:, Dim.Q] - 1) * stride[1] + (t[:, Dim.S] - 1) * dil[1] + 1)
-        need_in = t[:, Dim.N] * t[:, Dim.G] * t[:, Dim.C] * rows * cols * prec.input * problem.layer.input_count
-        need_w = t[:, Dim.G] * t[:, Dim.K] * t[:, Dim.C] * t[:, Dim.R] * t[:, Dim.S] * prec.weight
-        need_o = t[:, Dim.N] * t[:, Dim.G] * t[:, Dim.K] * t[:, Dim.P] * t[:, Dim.Q] * prec.psum
-        has = problem.has_operand
-        keep = ((need_in * factor <= rf.inputs_bytes) | (not has[0])) & (
-            (need_w * factor <= rf.weights_bytes) | (not has[1])) & (need_o * factor <= rf.psums_bytes)
-        keep &= (np.prod(f, axis=1) <= pes) & (np.sum(f > 1, axis=1) <= opts.max_parallel)
+        keep = _fit(problem, cand, opts.max_parallel)
         cand = cand[keep]
         if max_steps is not None:
             steps = steps[keep]
@@ -331,18 +362,16 @@ def onchip(problem: Problem, base: Mapping, objective: Objective, opts: OnChipOp
            chunk: int = 1 << 15, sample: tuple[np.random.Generator, int] | None = None,
            base_orders: list[tuple[Dim, ...]] | None = None, bound: bool = True) -> OnChip | None:
     """Best on-chip level under ``base`` (its DRAM level); ``None`` when nothing fits. ``sample``
-    (generator, count): cost only ``count`` random (level tiles, order) draws instead of all.
+    (generator, count): cost only ``count`` uniformly random levels (``sample_level``) instead of all.
     ``base_orders``: also choose the DRAM loop order among these (the on-chip stage one is shared).
     ``bound``: the safe lower-bound pruning of :func:`search_levels`; ``chunk``: candidates costed
     per vectorised step."""
-    options = level_options(problem, base.tiles, opts)
-    orders = level_orders(problem, base.tiles, opts)
+    if sample is not None:
+        options, orders = sample_level(problem, base.tiles, opts, *sample)
+    else:
+        options, orders = level_options(problem, base.tiles, opts), level_orders(problem, base.tiles, opts)
     if len(options) == 0:
         return None
-    if sample is not None:
-        rng, count = sample
-        options = options[rng.integers(len(options), size=count)]
-        orders = orders[rng.integers(len(orders), size=min(8, len(orders)))]
     drams = np.array([[int(d) for d in o] for o in (base_orders or [base.order])], dtype=np.int64)
     found = search_levels(problem, objective, Subspaces.of(np.array([base.tiles]), [options], [orders]), drams,
                           base, bound=bound, chunk=chunk)
