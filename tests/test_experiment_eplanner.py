@@ -20,7 +20,7 @@ def test_quick_run_writes_every_table_figure_and_explains_every_gap(tmp_path: Pa
     assert "UNEXPLAINED" not in summary and "table8_4.alexnet.A" in summary
     for name in ("table8_4_fig8_2", "never_worse", "table8_5_space", "table8_5_gap_to_exhaustive", "fig8_4_caching"):
         assert (tmp_path / f"{name}.csv").exists(), name
-    for name in ("fig8_2_traffic", "fig8_3_eplanner", "fig8_3_smartshuttle-rules", "fig8_4_caching"):
+    for name in ("fig8_1_speedup", "fig8_2_traffic", "fig8_3_eplanner", "fig8_3_smartshuttle-rules", "fig8_4_caching"):
         assert (tmp_path / f"{name}.png").stat().st_size > 0, name
     # e-PlaNNer is never slower than a baseline (Table 8.4's measure) ...
     rows = list(csv.DictReader((tmp_path / "never_worse.csv").open()))

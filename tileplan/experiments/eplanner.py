@@ -182,6 +182,11 @@ def _speed_and_traffic(res: ExperimentResult, ref: Reference, layers: dict[str, 
                         worse[p, "latency"][b] += ep[0] > other[0] * (1 + TOL)
                         worse[p, "traffic"][b] += sum(ep[1:4]) > sum(other[1:4]) * (1 + TOL)
     res.table("table8_4_fig8_2", rows)
+    nets = list(layers)
+    speed_series = {f"setup {setup}": [speed[n, setup] for n in nets] for setup in setups}
+    res.figure("fig8_1_speedup", lambda: plots.grouped_bars(
+        nets, speed_series, title="Modelled speedup of eplanner over the baselines' average (Fig. 8.1)",
+        ylabel="speedup (x)", reference=1.0))
     for (net, setup), v in speed.items():
         res.compare(ref, f"table8_4.{net}.{setup}", v)
     for setup in setups:
