@@ -165,10 +165,11 @@ def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, obj
                                      v.counted_macs)):
         table.add_row(label, f"{rd[0]:,}", f"{rd[1]:,}", f"{rd[2] + wr:,}", f"{sum(bu):,}", f"{macs:,}")
     out.print(table)
-    peaks = ", ".join(f"{name} {b:,} B" for name, b in v.peak_bytes.items())
+    peaks = ", ".join(f"{name} {b:,} B (model {v.footprint_bytes[name]:,} B)" for name, b in v.peak_bytes.items())
     out.print(f"{v.instructions:,} instructions; on-chip peak {peaks}; output "
               + ("bit-exact against the layers run one by one" if v.bit_exact else "[red]DIFFERS[/]")
-              + ("; counted traffic and MACs equal the model" if v.ok else "; [red]FAIL[/]"))
+              + ("; counted traffic and MACs equal the model" if v.ok else "; [red]FAIL[/]")
+              + ("" if v.within_footprint else " (the program held more on chip than the model's footprint)"))
     if not v.ok:
         raise typer.Exit(code=1)
 

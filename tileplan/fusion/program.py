@@ -175,10 +175,10 @@ def _ahead(rows: AxisTiles, cols: AxisTiles, m: int, later: list[tuple[int, int]
     """Boxes of layer ``m``'s input map that the ``later`` steps read (one box per later step row)."""
     boxes: dict[int, Range] = {}
     for i, j in later:
-        lo, hi = int(cols.in_lo[m][0, j]), int(cols.in_hi[m][0, j])
+        lo, hi = int(cols.newin_lo[m][0, j]), int(cols.newin_hi[m][0, j])
         old = boxes.get(i)
         boxes[i] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
-    return [((int(rows.in_lo[m][0, i]), int(rows.in_hi[m][0, i])), c) for i, c in boxes.items()]
+    return [((int(rows.newin_lo[m][0, i]), int(rows.newin_hi[m][0, i])), c) for i, c in boxes.items()]
 
 
 def _step(layers: tuple[Layer, ...], mapping: FusedMapping, group: FusedGroup, n: Range,

@@ -18,7 +18,9 @@ from tileplan.program.reference import reference_output
 @dataclass(frozen=True)
 class FusedVerify:
     """Predicted (model) and counted (executed program) DRAM bytes and bursts per operand (input,
-    weight, output), MACs, the output check, the program's size and its peak on-chip bytes."""
+    weight, output), MACs, the output check, the program's size, its peak on-chip bytes per memory and
+    the model's footprint per memory (the peak may be lower: Eq. 8 sizes a reuse buffer for the widest
+    window, border windows are narrower)."""
 
     group: str
     mapping: str
@@ -33,6 +35,7 @@ class FusedVerify:
     counted_macs: int
     instructions: int
     peak_bytes: dict[str, int]
+    footprint_bytes: dict[str, int]
 
     @property
     def traffic_match(self) -> bool:
@@ -41,8 +44,14 @@ class FusedVerify:
                 and self.predicted_bursts == self.counted_bursts)
 
     @property
+    def within_footprint(self) -> bool:
+        """Whether the program never held more in any memory than the model's footprint says."""
+        return all(self.peak_bytes[name] <= self.footprint_bytes[name] for name in self.peak_bytes)
+
+    @property
     def ok(self) -> bool:
-        return self.bit_exact and self.traffic_match and self.predicted_macs == self.counted_macs
+        return (self.bit_exact and self.traffic_match and self.predicted_macs == self.counted_macs
+                and self.within_footprint)
 
 
 def verify_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: int = 0) -> FusedVerify:
@@ -65,4 +74,5 @@ def verify_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: 
         tuple(int(v) for v in c.dram_read_bytes[0]), int(c.dram_write_bytes[0]),  # type: ignore[arg-type]
         tuple(int(v) for v in c.dram_bursts[0]), int(cost.executed_macs[0]),  # type: ignore[arg-type]
         tuple(res.read_bytes), res.write_bytes, tuple(res.bursts), res.macs,  # type: ignore[arg-type]
-        len(prog.instructions), dict(res.peak_bytes))
+        len(prog.instructions), dict(res.peak_bytes),
+        {mem.name: int(b) for mem, b in zip(arch.memories, c.footprint_bytes[0], strict=True)})
