@@ -121,7 +121,7 @@ def compute_args(gm: GroupModel, m: int, chunk: tuple[int, ...], tile_k: int,
     (G, K) tile it computes at a time (``out_step``): the arguments of ``GroupModel.compute_cycles``."""
     layer = gm.layers[m]
     chans_in = chunk[m - 1] if m > 0 else layer.c_in
-    c_chunk = chans_in if (m > 0 and chans_in < layer.c_in) else layer.dims[Dim.C]
+    c_chunk = chans_in if (m > 0 and chans_in < gm.layers[m - 1].k_out) else layer.dims[Dim.C]
     step = out_step(gm.group, m, chunk, tile_k, resident)
     g_tile = 1 if step < layer.k_out else layer.groups
     k_tile = step if layer.groups == 1 else layer.dims[Dim.K]

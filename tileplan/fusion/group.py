@@ -207,7 +207,8 @@ class FusedGroup:
         """Whether intermediate map ``m`` (output of layer ``m``) may be produced in channel chunks:
         its consumer must reduce over all of its input channels (an ungrouped layer with weights)."""
         producer, consumer = self.layers[m], self.layers[m + 1]
-        return producer.op not in MERGING and consumer.has_weights and consumer.groups == 1 and consumer.c_in > 1 and producer.groups == 1
+        return (producer.op not in MERGING and consumer.has_weights and consumer.groups == 1 and consumer.c_in > 1
+                and producer.groups == 1)
 
 
 def _uncovered(sides: Sequence[Side], total: int) -> list[tuple[int, int]] | None:
@@ -240,7 +241,7 @@ def out_step(group: FusedGroup, m: int, chunk: tuple[int, ...], tile_k: int, res
         return chunk[m]
     if last and tile_k < kt:
         return tile_k
-    consumes_chunk = m > 0 and chunk[m - 1] < layer.c_in
+    consumes_chunk = m > 0 and chunk[m - 1] < group.layers[m - 1].k_out
     if layer.has_weights and not resident[m] and not consumes_chunk:
         return layer.dims[Dim.K] if layer.groups > 1 else 1
     return kt

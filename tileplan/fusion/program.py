@@ -187,7 +187,7 @@ def _step(layers: tuple[Layer, ...], mapping: FusedMapping, group: FusedGroup, n
     the producer's chunk, then the consumer's accumulation over it)."""
     out: list[Instr] = []
     for m, layer in enumerate(layers):
-        if m > 0 and mapping.chunk[m - 1] < layer.c_in:
+        if m > 0 and mapping.chunk[m - 1] < layers[m - 1].k_out:
             continue  # emitted with its producer
         reg_r, reg_c = regions[m]
         empty = reg_r[1] <= reg_r[0] or reg_c[1] <= reg_c[0]
