@@ -13,6 +13,7 @@ from tileplan.fusion.assemble import evaluate_fused
 from tileplan.fusion.group import FusedGroup, FusedMapping
 from tileplan.fusion.program import execute_fused, generate_fused
 from tileplan.program.reference import reference_output
+from tileplan.workload.layer import OpKind
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,22 @@ class FusedVerify:
                 and self.within_footprint)
 
 
+def reference_inputs(group: FusedGroup, m: int, chain: np.ndarray, sides: list[np.ndarray]) -> list[np.ndarray]:
+    """The inputs ``reference_output`` takes for layer ``m`` of ``group``: the previous layer's output
+    ``chain`` and the layer's DRAM inputs ``sides`` (an add's tensors, or one concatenated tensor)."""
+    layer = group.layers[m]
+    if layer.op is OpKind.ADD:
+        return [chain, *sides]
+    if layer.op is not OpKind.CONCAT:
+        return [chain]
+    stack = np.zeros((layer.n, layer.c_in, layer.h, layer.w), dtype=np.int64)
+    at = group.chain_offset(m)
+    stack[:, at:at + chain.shape[1]] = chain
+    for spec, data in zip(group.sides[m], sides, strict=True):
+        stack[:, spec.offset:spec.offset + spec.channels] = data
+    return [stack]
+
+
 def verify_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: int = 0) -> FusedVerify:
     """Generate and run the program of ``mapping`` on random integers and compare (see the module)."""
     rng = np.random.default_rng(seed)
@@ -64,10 +81,12 @@ def verify_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: 
     x = rng.integers(-3, 4, size=(first.n, first.c_in, first.h, first.w))
     weights = [rng.integers(-2, 3, size=(x_.k_out, x_.dims[Dim.C], x_.r, x_.s)) if x_.has_weights else None
                for x_ in layers]
-    res = execute_fused(prog, x, weights)
+    sides = [[rng.integers(-3, 4, size=(x_.n, s.channels, x_.h, x_.w)) for s in specs]
+             for x_, specs in zip(layers, group.sides, strict=True)]
+    res = execute_fused(prog, x, weights, sides)
     y = x
-    for layer, w in zip(layers, weights, strict=True):
-        y = reference_output(layer, [y], w)
+    for m, (layer, w) in enumerate(zip(layers, weights, strict=True)):
+        y = reference_output(layer, reference_inputs(group, m, y, sides[m]), w)
     c = cost.cost
     return FusedVerify(
         group.name, str(mapping), bool(np.array_equal(res.output, y)),
