@@ -330,7 +330,7 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                                  cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
                        {"batch": net.batch, "precision_bytes": precision_bytes or a.precision_bytes,
-                        "dram_model": dram_model, **(options or {})})
+                        "dram_model": dram_model, "dram_burst_bytes": a.dram.burst_bytes, **(options or {})})
 
 
 def strategy_options(*, fix_partition: str | None = None, fix_schedule: str | None = None,
