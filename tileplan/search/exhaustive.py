@@ -19,7 +19,14 @@ from tileplan.search.bounds import min_dram_bytes
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.result import SearchResult
 from tileplan.search.shared import SharedBest
-from tileplan.search.space import TileGroup, class_orders, feasible_product, spatial_options, split_options, tile_groups
+from tileplan.search.space import (
+    class_orders,
+    feasible_product,
+    layer_group_cache,
+    spatial_options,
+    split_options,
+    tile_groups,
+)
 
 Progress = Callable[[int, int], None]
 
@@ -227,7 +234,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     searched = 0
     space = 0.0
     n_orders = math.factorial(NDIMS)
-    group_cache: dict[tuple[object, ...], TileGroup] = {}
+    group_cache = layer_group_cache(problem)
 
     def pruned(bound: float) -> bool:
         if best_key is not None and bound >= best_key[0]:
