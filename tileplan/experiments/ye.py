@@ -32,7 +32,7 @@ from tileplan.fusion.plan import FusionPlan
 from tileplan.fusion.planner import candidate_groups, candidate_groups_sizes, choose_cut, plan_fusion_sizes
 from tileplan.fusion.search import GroupResult
 from tileplan.fusion.verify import verify_fused
-from tileplan.fusion.ye import FUSED, FUSED_FAMILIES, classify, group_searcher, group_sizes_searcher, search_pair
+from tileplan.fusion.ye import FUSED, FUSED_FAMILIES, classify, group_searcher, group_sizes_searcher, search_pair_sizes
 from tileplan.fusion.ye_formulas import PairShape, best_printed_f2l
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, NetworkPlan
@@ -139,14 +139,19 @@ def network_points(label: str, zoo_name: str, batch: int, sizes: Sequence[int], 
     t0 = time.perf_counter()
     archs = [words_arch(kb) for kb in sizes]
     net = conv_part(api.load_network(zoo_name, batch=batch)).with_precision(Precision.uniform(1))
-    bases = [api.plan(net, arch, strategy="smartshuttle", objective=DRAM, batch=batch, jobs=1) for arch in archs]
+    # SmartShuttle and (for the general planner) every loop order at each size, one after the other:
+    # the second search of a layer reuses the first's feasible tiles (``search.memo``).
+    bases, gbases = [], []
+    for arch in archs:
+        bases.append(api.plan(net, arch, strategy="smartshuttle", objective=DRAM, batch=batch, jobs=1))
+        if general:
+            gbases.append(api.plan(net, arch, strategy="exhaustive", objective=DRAM, batch=batch, jobs=1))
     yes = candidate_groups_sizes(net, archs, DRAM, max_group=2, sizes_searcher=group_sizes_searcher(FUSED))
     fam = FUSED_FAMILIES["superslash"]
     sss = candidate_groups_sizes(net, archs, DRAM, max_group=fam.max_group,
                                  sizes_searcher=group_sizes_searcher(fam.fused))
     generals: list[float | None] = [None] * len(archs)
     if general:
-        gbases = [api.plan(net, arch, strategy="exhaustive", objective=DRAM, batch=batch, jobs=1) for arch in archs]
         generals = [network_dram(p) for p in plan_fusion_sizes(net, archs, gbases, DRAM, max_group=4)]
     points = []
     for kb, arch, base, ye, ss, gen in zip(sizes, archs, bases, yes, sss, generals, strict=True):
@@ -213,12 +218,13 @@ def fig6_rows(c1: int, hw: int, sizes: Sequence[int], *, paper_formulas: bool = 
     """Per buffer size: DRAM elements of each fused strategy, of single-layer ir / wr / pr (both
     layers the same dataflow), SmartShuttle (best per layer), and the printed Eq. 9 minimum."""
     group, layers = fig6_pair(c1, hw)
+    archs = [words_arch(kb) for kb in sizes]
+    fused = {name: search_pair_sizes(group, archs, name) for name in FUSED}  # every size in one pass
     rows = []
-    for kb in sizes:
-        arch = words_arch(kb)
+    for i, (kb, arch) in enumerate(zip(sizes, archs, strict=True)):
         row: dict[str, Any] = {"buffer_kb": kb}
         for name in FUSED:
-            res = search_pair(group, arch, name)
+            res = fused[name][i]
             row[name] = float(res.cost.dram_bytes[0]) if res is not None else float("nan")
         per_layer = {name: [float(run_strategy(name, Problem(x, arch), DRAM).cost.dram_bytes[0]) for x in layers]
                      for name in ORDERS}
@@ -292,7 +298,8 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
         for point in part_points:
             log(f"{point.network} at {point.kb} K words: {point.seconds:.1f} s")
         log(f"{len(found)}/{len(tasks)} tasks done")
-    points = [p for i in range(len(tasks)) for p in found[i]]
+    by_key = {(p.network, p.kb): p for part_points in found.values() for p in part_points}
+    points = [by_key[(label, kb)] for label, _, _ in (QUICK_NETWORKS if quick else NETWORKS) for kb in sizes]
     rows = [{"network": p.network, "buffer_kb": p.kb, **p.dram, "hybrid_pairs": " ".join(
         f"{k}:{v}" for k, v in sorted(p.chosen.items())), "seconds": round(p.seconds, 2)} for p in points]
     res.table("networks", rows)

@@ -6,8 +6,11 @@ only depend on the layer (or fused group) and on the accelerator *without* its c
 Pareto-pruned tile candidates of each dimension group (``space.tile_groups``), the spatial unroll
 options (``space.spatial_options``) and a fused group's compiled model with everything it memoises
 (``fusion.cost.GroupModel``). They are built once per key here and reused; what depends on the
-capacity (which candidates fit, the swap pruning, the search itself) is recomputed every time, so a
-memoised search returns exactly what an unmemoised one returns (``tests/test_search_memo.py``).
+capacity (which candidates fit, the swap pruning, the search itself) is recomputed at every
+capacity -- except a layer's feasible tile vectors (``space.feasible_product``), kept per capacity
+so that two searches of one layer at one size (SmartShuttle's three loop orders, then every loop
+order) build them once. A memoised search returns exactly what an unmemoised one returns
+(``tests/test_search_sizes.py``).
 
 Keys are strings of everything the pieces may read: the layer signature (shape and precision) and
 the accelerator's JSON with the memories' sizes (and its name and description) blanked. The first
@@ -27,8 +30,9 @@ T = TypeVar("T")
 
 #: Most keys held per kind (least recently used dropped first).
 LIMIT = 2048
-#: Kinds with a smaller limit: a fused group's model holds arrays over every tile pair (~MBs).
-LIMITS: dict[object, int] = {"group_model": 256}
+#: Kinds with a smaller limit: a fused group's model holds arrays over every tile pair (~MBs), a
+#: layer's feasible tile vectors up to a few MB.
+LIMITS: dict[object, int] = {"group_model": 256, "feasible_product": 256}
 
 _stores: dict[object, OrderedDict[tuple[object, ...], Any]] = {}
 _arch_keys: dict[int, tuple[Arch, str]] = {}
