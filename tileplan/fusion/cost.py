@@ -150,8 +150,9 @@ class GroupModel:
         return other
 
     def at_capacity(self, group: FusedGroup, arch: Arch) -> GroupModel:
-        """This model for ``group`` (the same layer shapes) on ``arch``, which may differ from
-        ``self.arch`` only in its memories' sizes (and name): everything memoised is shared, since
+        """This model for ``group`` (the same signature: layer shapes and DRAM side inputs) on
+        ``arch``, which may differ from ``self.arch`` only in its memories' sizes (and name):
+        everything memoised is shared, since
         nothing this model computes reads the capacity (only ``assemble.fits`` and the search's
         feasibility test do, on the returned model's ``problems``)."""
         other = copy.copy(self)
@@ -372,5 +373,5 @@ def shared_model(group: FusedGroup, arch: Arch) -> GroupModel:
     """A ``GroupModel`` of ``group`` on ``arch`` over every tile size, sharing what it memoises with
     every earlier one of the same layer shapes on the same accelerator at any on-chip capacity
     (``search.memo``; ``GroupModel.at_capacity``). Its costs are those of a fresh model."""
-    key = ("group_model", tuple(x.signature() for x in group.layers), capacity_free_key(arch))
+    key = ("group_model", group.signature(), capacity_free_key(arch))
     return memo(key, lambda: GroupModel(group, arch)).at_capacity(group, arch)
