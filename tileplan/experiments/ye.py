@@ -56,7 +56,9 @@ NETWORKS = (("densenet121", "densenet121", 3), ("resnext50", "resnext50", 3), ("
             ("alexnet_b1", "alexnet", 1))
 QUICK_NETWORKS = (("alexnet_b1", "alexnet", 1),)
 #: Tasks per network in the full run (each plans its share of the sizes in one process).
-PARTS = {"densenet121": 2}
+PARTS = {"densenet121": 2, "resnext50": 2}
+#: Fig. 6's DenseNet-121 pairs: (key, C1, map side).
+FIG6 = (("fig6a", 336, 28), ("fig6b", 988, 7))
 CURVES = ("smartshuttle", "fused_only", "hybrid", "superslash", "general")
 _PENALTY = 1e15  # fused-only: a single layer that could be fused costs this much extra in the cut
 DRAM = Objective.DRAM
@@ -183,9 +185,14 @@ def _parts(sizes: Sequence[int], parts: int) -> list[tuple[int, ...]]:
     return [tuple(sizes[i::parts]) for i in range(min(parts, len(sizes)))]
 
 
-def _points_task(task: tuple[str, str, int, tuple[int, ...]]) -> list[Point]:
-    label, zoo_name, batch, sizes = task
-    return network_points(label, zoo_name, batch, sizes)
+def _task(task: tuple[Any, ...]) -> tuple[str, Any]:
+    """One worker task: ``("fig6", key, c1, hw, sizes, paper_formulas)`` -> Fig. 6 rows, or
+    ``("net", label, zoo_name, batch, sizes)`` -> the network's points at those sizes."""
+    if task[0] == "fig6":
+        _, _, c1, hw, sizes, paper_formulas = task
+        return "fig6", fig6_rows(c1, hw, sizes, paper_formulas=paper_formulas)
+    _, label, zoo_name, batch, sizes = task
+    return "net", network_points(label, zoo_name, batch, sizes)
 
 
 def verify_chosen(point: Point, arch: Arch) -> list[dict[str, Any]]:
@@ -262,10 +269,25 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
     res = ExperimentResult(NAME, TITLE, PAPER, quick=quick)
     sizes = QUICK_SIZES_KB if quick else SIZES_KB
     fig6_sizes = QUICK_FIG6_SIZES_KB if quick else FIG6_SIZES_KB
+    # One worker task per Fig. 6 pair and per network and part of the sizes (a worker plans its sizes
+    # together, sharing the fused searches), heaviest first so that both cores stay busy to the end.
+    networks = QUICK_NETWORKS if quick else NETWORKS
+    tasks: list[tuple[Any, ...]] = [("net", label, zoo_name, batch, part) for label, zoo_name, batch in networks
+                                    for part in _parts(sizes, PARTS.get(label, 1))]
+    tasks[len(tasks) - 1:len(tasks) - 1] = [("fig6", key, c1, hw, fig6_sizes, paper_formulas) for key, c1, hw in FIG6]
+    found: dict[int, list[Point]] = {}
+    fig6: dict[str, list[dict[str, Any]]] = {}
+    for i, (kind, out) in run_parallel(_task, tasks, jobs=max(1, jobs or os.cpu_count() or 1)):
+        if kind == "fig6":
+            fig6[tasks[i][1]] = out
+            log(f"{tasks[i][1]}: DenseNet-121 pair C1={tasks[i][2]}, {tasks[i][3]}x{tasks[i][3]} done")
+            continue
+        found[i] = out
+        for point in out:
+            log(f"{point.network} at {point.kb} K words: {point.seconds:.1f} s")
     # ---- Fig. 6: the two DenseNet-121 pairs
-    for key, c1, hw in (("fig6a", 336, 28), ("fig6b", 988, 7)):
-        log(f"{key}: DenseNet-121 pair C1={c1}, {hw}x{hw}")
-        rows = fig6_rows(c1, hw, fig6_sizes, paper_formulas=paper_formulas)
+    for key, _, _ in FIG6:
+        rows = fig6[key]
         res.table(key, rows)
         series = {k: [r[k] for r in rows] for k in (*FUSED, "ir", "wr", "pr", "smartshuttle", "f2l_printed_eq9")}
         res.figure(key, partial(plots.lines, list(fig6_sizes), series, title=f"{key}: DenseNet-121 pair, DRAM vs "
@@ -288,16 +310,6 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
                      + ", ".join(f"{kb} KB: {'yes' if w else 'no'}" for kb, w in zip(fig6_sizes, printed_wins,
                                                                                       strict=True)))
     # ---- Figs. 7, 9, 10, 11: whole networks
-    # One task per network and part of the sizes (a worker process plans its sizes together, sharing
-    # the fused searches); DenseNet-121, the heaviest, is cut in parts so both cores stay busy.
-    tasks = [(label, zoo_name, batch, part) for label, zoo_name, batch in (QUICK_NETWORKS if quick else NETWORKS)
-             for part in _parts(sizes, PARTS.get(label, 1))]
-    found: dict[int, list[Point]] = {}
-    for i, part_points in run_parallel(_points_task, tasks, jobs=max(1, jobs or os.cpu_count() or 1)):
-        found[i] = part_points
-        for point in part_points:
-            log(f"{point.network} at {point.kb} K words: {point.seconds:.1f} s")
-        log(f"{len(found)}/{len(tasks)} tasks done")
     by_key = {(p.network, p.kb): p for part_points in found.values() for p in part_points}
     points = [by_key[(label, kb)] for label, _, _ in (QUICK_NETWORKS if quick else NETWORKS) for kb in sizes]
     rows = [{"network": p.network, "buffer_kb": p.kb, **p.dram, "hybrid_pairs": " ".join(
