@@ -33,7 +33,7 @@ from tileplan.fusion.planner import candidate_groups, candidate_groups_sizes, ch
 from tileplan.fusion.search import GroupResult
 from tileplan.fusion.verify import verify_fused
 from tileplan.fusion.ye import FUSED, FUSED_FAMILIES, classify, group_searcher, group_sizes_searcher, search_pair_sizes
-from tileplan.fusion.ye_formulas import PairShape, best_printed_f2l
+from tileplan.fusion.ye_formulas import PairShape, best_printed, best_printed_f2l
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, NetworkPlan
 from tileplan.report import plots
@@ -251,6 +251,36 @@ def fig6_rows(c1: int, hw: int, sizes: Sequence[int], *, paper_formulas: bool = 
     return rows
 
 
+def fig6a_weight_reuse_note(rows: list[dict[str, Any]], sizes: Sequence[int] = (96, 128, 256)) -> str:
+    """Why Fig. 6a's "wr2lv2 best above 96 KB" is wr2lv1 here: the printed Eq. 3 / Eq. 5 minima and
+    the model's at ``sizes`` (those of ``rows``), one and two bytes per element."""
+    group, _ = fig6_pair(336, 28)
+    shape = PairShape.of(group)
+    by_kb = {r["buffer_kb"]: r for r in rows}
+
+    def printed(name: str, kb: int, width: int) -> str:
+        best = best_printed(name, shape, kb * 1024 / width)
+        return "does not fit" if best is None else f"{best.dram_elements:,.0f}"
+
+    parts = []
+    for kb in [k for k in sizes if k in by_kb]:
+        r = by_kb[kb]
+        parts.append(f"{kb} KB: Eq. 3 (wr2lv1) {printed('wr2lv1', kb, 1)} vs Eq. 5 (wr2lv2) {printed('wr2lv2', kb, 1)} "
+                     f"words printed, {r['wr2lv1']:,.0f} vs {r['wr2lv2']:,.0f} in the model; at 2 B/element "
+                     f"{printed('wr2lv1', kb, 2)} vs {printed('wr2lv2', kb, 2)}")
+    weights = shape.c1 * shape.d1 * shape.s1 ** 2 + shape.d1 * shape.d2 * shape.s2 ** 2
+    psums = shape.batch * shape.w1 * shape.w2 * shape.d2
+    per_d = shape.c1 * shape.s1 ** 2 + shape.d2 * shape.s2 ** 2
+    return ("**fig6a** the paper has wr2lv2 as the best fused strategy above 96 KB; here it is wr2lv1, and no "
+            "reading of the printed equations gives the paper's order: with C = c = 1, Eq. 5 is Eq. 3 with its "
+            f"ifmap term multiplied by D1/d >= 1 (d <= D1 = {shape.d1}), so wr2lv2 never beats wr2lv1 where both fit, "
+            f"and Eq. 6 is below Eq. 4 only when B W1 W2 D2 + d (C1 S1^2 + D2 S2^2) = {psums:,} + {per_d} d < "
+            f"{weights:,} (all weights), i.e. d <= {(weights - psums - 1) // per_d}, where the ifmaps are re-read "
+            f">= {-(-shape.d1 // ((weights - psums - 1) // per_d))} times. At two bytes per element neither weight "
+            f"reuse fits below {psums * 2 / 1024:.0f} KB (wr2lv2's psums alone), so no word width helps either. "
+            + "; ".join(parts) + ". We read Fig. 6a's wr2lv1 / wr2lv2 labels as swapped.")
+
+
 def _best_fused(row: dict[str, Any]) -> str:
     """The fused strategy with the fewest DRAM accesses in a Fig. 6 row (nan: does not fit)."""
     fits = {n: row[n] for n in FUSED if row[n] == row[n]}
@@ -301,6 +331,7 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
         if key == "fig6a":
             below = [kb for kb, b in zip(fig6_sizes, fused_best, strict=True) if b == "ir2l"]
             res.compare(ref, "fig6a.ir2l_best_below_kb", float(max(below)) if below else 0.0)
+            res.note(fig6a_weight_reuse_note(rows))
         else:
             res.compare(ref, "fig6b.single_wins_up_to_kb",
                         float(max((kb for kb, w in zip(fig6_sizes, single_wins, strict=True) if w), default=0)))
@@ -371,7 +402,7 @@ def _compare_networks(res: ExperimentResult, ref: Reference, points: list[Point]
                        else 0.0)
             if "general" in best.dram:
                 res.note(f"Beyond the paper, {label}: the general --fuse planner (every loop order, groups of up to "
-                         f"four layers, pools fused, reuse buffers) is up to "
+                         f"four layers, pools, adds and concats fused, reuse buffers) is up to "
                          f"{_reduction(best.dram['general'], best.dram['hybrid']):.1f} % below the hybrid "
                          f"({best.kb} K words) and {_reduction(best.dram['general'], best.dram['smartshuttle']):.1f} % "
                          f"below SmartShuttle there.")
