@@ -6,6 +6,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -16,10 +17,19 @@ from tileplan.cost.problem import CoreGrid, Problem
 from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
 from tileplan.mapping import Mapping
 from tileplan.search.bounds import min_dram_bytes
+from tileplan.search.memo import capacity_free_key, memo
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.result import SearchResult
 from tileplan.search.shared import SharedBest
-from tileplan.search.space import TileGroup, class_orders, feasible_product, spatial_options, split_options, tile_groups
+from tileplan.search.space import (
+    TileGroup,
+    class_orders,
+    feasible_product,
+    layer_group_cache,
+    spatial_options,
+    split_options,
+    tile_groups,
+)
 
 Progress = Callable[[int, int], None]
 
@@ -100,6 +110,13 @@ def _count_compulsory(problem: Problem, offset: tuple[int, ...], length: tuple[i
         used = {start + p * stride + k * dil for p in range(L[dp]) for k in range(L[dk])}
         extents.append(sum(1 for i in used if 0 <= i < size))
     return L[Dim.N] * L[Dim.G] * L[Dim.C] * extents[0] * extents[1] * problem.layer.input_count
+
+
+def _feasible_tiles(problem: Problem, groups: list[TileGroup]) -> np.ndarray:
+    """``space.feasible_product``, read-only (it is memoised and shared)."""
+    tiles = feasible_product(problem, groups)
+    tiles.flags.writeable = False
+    return tiles
 
 
 def best_unroll(problem: Problem, grid: CoreGrid, tiles: np.ndarray, options: np.ndarray, *,
@@ -227,7 +244,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     searched = 0
     space = 0.0
     n_orders = math.factorial(NDIMS)
-    group_cache: dict[tuple[object, ...], TileGroup] = {}
+    group_cache = layer_group_cache(problem)
 
     def pruned(bound: float) -> bool:
         if best_key is not None and bound >= best_key[0]:
@@ -247,7 +264,9 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
             continue
         searched += 1
         groups = tile_groups(problem, grid, uopts, group_cache)
-        tiles = feasible_product(problem, groups)
+        tiles = memo(("feasible_product", problem.layer.signature(), capacity_free_key(problem.arch),
+                      tuple(int(c) for c in problem.capacity_bytes), splits[s]),
+                     partial(_feasible_tiles, problem, groups))
         for start in range(0, len(tiles), chunk):
             t = tiles[start:start + chunk]
             n = len(t)
