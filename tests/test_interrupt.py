@@ -109,6 +109,23 @@ def test_a_failing_item_ends_the_pool_at_once() -> None:
     assert time.monotonic() - start < 10  # the workers sleeping 30 s were terminated
 
 
+def _killed(x: int) -> int:
+    if x == 1:
+        os.kill(os.getpid(), signal.SIGKILL)  # what the kernel's out-of-memory killer does
+    time.sleep(0.01 if x < 1 else 30)
+    return x
+
+
+def test_a_worker_killed_by_the_system_is_one_clear_error() -> None:
+    """A worker the system kills (out of memory) ends the pool with an error naming the likely cause."""
+    from tileplan.errors import TileplanError
+
+    start = time.monotonic()
+    with pytest.raises(TileplanError, match="ran out of memory"):
+        list(run_parallel(_killed, list(range(6)), jobs=2))
+    assert time.monotonic() - start < 10
+
+
 def test_run_parallel_keeps_indices() -> None:
     assert sorted(run_parallel(abs, [-4, 5, -6, 7], jobs=2)) == [(0, 4), (1, 5), (2, 6), (3, 7)]
     assert list(run_parallel(abs, [-1], jobs=4)) == [(0, 1)]

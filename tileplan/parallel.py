@@ -16,7 +16,10 @@ import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
+
+from tileplan.errors import TileplanError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -42,6 +45,10 @@ def run_parallel(fn: Callable[[T], R], items: Sequence[T], *, jobs: int) -> Iter
         futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
         for fut in as_completed(futures):
             yield futures[fut], fut.result()
+    except BrokenProcessPool:
+        _stop(pool, futures)
+        raise TileplanError("a worker process was killed by the system (most likely it ran out of memory); "
+                            "run with fewer --jobs, or keep the search's pruning on") from None
     except BaseException:
         _stop(pool, futures)
         raise
