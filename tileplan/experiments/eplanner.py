@@ -73,9 +73,9 @@ def _task(task: Task) -> tuple[float, ...]:
                 *count)
     objective = Objective(what)
     pruned = float(objective.key(run_strategy("eplanner", problem, objective).cost)[0])
-    grid = problem.core_grid(*NO_SPLIT)
-    bound = max(split_lower_bound(problem, grid, objective), split_tight_bound(problem, grid, objective,
-                                                                                class_orders()))
+    split = problem.split_slices(*NO_SPLIT)
+    bound = max(split_lower_bound(problem, split, objective), split_tight_bound(problem, split, objective,
+                                                                                  class_orders()))
     if pruned <= bound * (1 + TOL):
         return (pruned, pruned, 1.0)
     best = float(objective.key(run_strategy("exhaustive", problem, objective).cost)[0])
