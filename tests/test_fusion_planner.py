@@ -91,14 +91,20 @@ def test_zoo_networks_fused_never_worse_and_branch_safe():
     assert plan.groups[0].layers == ("conv1", "pool1")
     again = FusionPlan.from_json(plan.to_json())
     assert again.to_dict() == plan.to_dict()
-    # ResNet-50: candidate groups never hide a map another branch reads (the residual adds).
+    # ResNet-50: candidate groups never hide a map another branch reads (the residual adds); an add
+    # joins only after its chain input's producer, its skip input read from DRAM.
     res = api.load_network("resnet50").with_precision(B1)
     head = Network(res.name, res.layers[:9], res.input_shape)  # conv1 .. past the first residual add
     found = candidate_groups(head, api.load_arch("eyeriss"), Objective.DRAM, max_group=2)
     assert found
+    names = [x.name for x in head.layers]
     for s, e in found:
-        assert chain_error(list(head.layers[s:e]), head) is None
-        assert all(x.op.value != "add" for x in head.layers[s:e])
+        assert chain_error(list(head.layers[s:e]), head, merges=True) is None
+        assert head.layers[s].op.value != "add"
+    assert names.index("res2a_add") - 1 == names.index("res2a_down")
+    assert (names.index("res2a_down"), names.index("res2a_add") + 1) in found
+    windowed = candidate_groups(head, api.load_arch("eyeriss"), Objective.DRAM, max_group=2, merges=False)
+    assert all(x.op.value != "add" for s, e in windowed for x in head.layers[s:e])
 
 
 def test_plan_fuse_cli(tmp_path: Path):

@@ -69,6 +69,7 @@ def test_fused_programs_are_exact_and_count_what_the_model_predicts(network, nam
     assert v.counted_write_bytes == v.predicted_write_bytes
     assert v.counted_bursts == v.predicted_bursts
     assert v.counted_macs == v.predicted_macs
+    assert v.within_footprint, (v.peak_bytes, v.footprint_bytes)
 
 
 def test_channel_chunked_program():

@@ -41,7 +41,7 @@ def emit(
     objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
     output: Path = typer.Option(..., "--output", help="File (with --layer) or folder for every layer."),
     group: str | None = typer.Option(None, "--group", "-g", help="A fused group, e.g. conv1_1+conv1_2: write "
-                                     "its fused program (text) to the --output file."),
+                                     "its fused program (text, or C99 with --target c) to the --output file."),
 ) -> None:
     """Write the execution program of the planned mapping of one layer or of every layer (or of the
     best fused mapping of a group of layers)."""
@@ -55,13 +55,19 @@ def emit(
             from tileplan.fusion.program import generate_fused
             from tileplan.report.files import write_text_atomic
 
-            if target != "ir":
-                raise TileplanError("fused groups are emitted as text programs only (--target ir)")
+            if target not in ("ir", "c"):
+                raise TileplanError(f"fused groups are emitted as text (--target ir) or C99 (--target c), not "
+                                    f"{target!r}")
             check_output_file(output)
             a = api.load_arch(arch, sets or ())
             fused, res = api.plan_group(model, a, group.split("+"), objective=objective)
             fprog = generate_fused(fused, a, res.mapping)
-            write_text_atomic(output, fprog.text())
+            if target == "c":
+                from tileplan.fusion.cgen import emit_fused_c
+
+                write_text_atomic(output, emit_fused_c(fprog))
+            else:
+                write_text_atomic(output, fprog.text())
             out.print(f"wrote the fused program of {fused.name} ({len(fprog.instructions):,} instructions, "
                       f"{res.mapping.describe(fused)}) to {output}")
             return
@@ -165,10 +171,11 @@ def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, obj
                                      v.counted_macs)):
         table.add_row(label, f"{rd[0]:,}", f"{rd[1]:,}", f"{rd[2] + wr:,}", f"{sum(bu):,}", f"{macs:,}")
     out.print(table)
-    peaks = ", ".join(f"{name} {b:,} B" for name, b in v.peak_bytes.items())
+    peaks = ", ".join(f"{name} {b:,} B (model {v.footprint_bytes[name]:,} B)" for name, b in v.peak_bytes.items())
     out.print(f"{v.instructions:,} instructions; on-chip peak {peaks}; output "
               + ("bit-exact against the layers run one by one" if v.bit_exact else "[red]DIFFERS[/]")
-              + ("; counted traffic and MACs equal the model" if v.ok else "; [red]FAIL[/]"))
+              + ("; counted traffic and MACs equal the model" if v.ok else "; [red]FAIL[/]")
+              + ("" if v.within_footprint else " (the program held more on chip than the model's footprint)"))
     if not v.ok:
         raise typer.Exit(code=1)
 

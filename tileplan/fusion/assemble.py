@@ -18,7 +18,8 @@ from tileplan.arch.spec import Arch
 from tileplan.cost.batch import CostBatch
 from tileplan.dims import Dim, Operand
 from tileplan.fusion.cost import FusedCost, GroupModel, Selection, _ceil, box_bursts, parts
-from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap, out_step
+from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap, Side, out_step, stack_channels
+from tileplan.workload.layer import Layer, OpKind
 
 _IN, _W, _OUT = Operand.INPUT, Operand.WEIGHT, Operand.OUTPUT
 
@@ -120,11 +121,41 @@ def compute_args(gm: GroupModel, m: int, chunk: tuple[int, ...], tile_k: int,
     (G, K) tile it computes at a time (``out_step``): the arguments of ``GroupModel.compute_cycles``."""
     layer = gm.layers[m]
     chans_in = chunk[m - 1] if m > 0 else layer.c_in
-    c_chunk = chans_in if (m > 0 and chans_in < layer.c_in) else layer.dims[Dim.C]
+    c_chunk = chans_in if (m > 0 and chans_in < gm.layers[m - 1].k_out) else layer.dims[Dim.C]
     step = out_step(gm.group, m, chunk, tile_k, resident)
     g_tile = 1 if step < layer.k_out else layer.groups
     k_tile = step if layer.groups == 1 else layer.dims[Dim.K]
     return c_chunk, (g_tile, k_tile)
+
+
+def side_tensor(layer: Layer, side: Side) -> tuple[tuple[int, int, int, int], int]:
+    """The DRAM tensor (N, C, H, W) a merging layer's ``side`` input is read from and the side's first
+    channel in it: a concat's producers write into their slice of the concat's tensor, an add's
+    inputs are tensors of their own."""
+    if layer.op is OpKind.CONCAT:
+        return (layer.n, layer.c_in, layer.h, layer.w), side.offset
+    return (layer.n, side.channels, layer.h, layer.w), 0
+
+
+def side_traffic(gm: GroupModel, sel: Selection, tile_n: int, reuse: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(n,) DRAM read bytes and bursts of every merging layer's DRAM inputs (``Side``): per tile step
+    the layer's input window of their channels (only its new part with reuse buffers), as the first
+    layer's input is read."""
+    kind = "fetch" if reuse else "in"
+    nbytes, bursts = np.zeros(sel.n), np.zeros(sel.n)
+    burst = gm.arch.dram.burst_bytes
+    for m, sides in enumerate(gm.group.sides):
+        if not sides:
+            continue
+        layer, b_in = gm.layers[m], gm.problems[m].precision.input
+        nbytes += gm.layers[-1].n * sum(s.channels for s in sides) * sel.take(gm.volume(kind, m)) * b_in
+
+        def make(m: int = m, layer: Layer = layer, sides: tuple[Side, ...] = sides, b_in: int = b_in) -> np.ndarray:
+            hr, hq = gm.hist(0, kind, m), gm.hist(1, kind, m)
+            return np.sum([cn * gm.grid(hr, hq, box_bursts(side_tensor(layer, s)[0], en, s.channels, b_in, burst))
+                           for s in sides for en, cn in parts(layer.n, tile_n)], axis=0)
+        bursts += sel.take(gm.cached(("side_bursts", m, reuse, tile_n), make))
+    return nbytes, bursts
 
 
 def traffic(gm: GroupModel, sel: Selection, c: Choice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -147,6 +178,10 @@ def traffic(gm: GroupModel, sel: Selection, c: Choice) -> tuple[np.ndarray, np.n
     bursts[:, _IN] = passes * sel.take(gm.cached(("in_bursts", reuse, tile_n), lambda: np.sum([
         cn * gm.grid(hr, hq, box_bursts((first.n, first.c_in, first.h, first.w), en, first.c_in, b_in, burst))
         for en, cn in nparts], axis=0)))
+    # Merging layers' other inputs: their part of the layer's window, like the first layer's input.
+    side_bytes, side_bursts = side_traffic(gm, sel, tile_n, reuse)
+    read[:, _IN] += side_bytes
+    bursts[:, _IN] += side_bursts
     # Last layer's output: every element written once, tile by tile (K chunks innermost).
     b_out = probs[-1].precision.output
     write = np.full(n, float(last.elements(_OUT) * b_out))
@@ -200,6 +235,9 @@ def footprint(gm: GroupModel, sel: Selection, c: Choice, direction: Direction | 
     for m, prob in enumerate(probs):
         if m > 0:
             held[:, mem[_IN]] += tn * chunk[m - 1] * prob.precision.input * sel.take(gm.window_area(m))
+        if gm.group.sides[m]:  # DRAM inputs of a merging layer: loaded like the first layer's input
+            chans = sum(s.channels for s in gm.group.sides[m])
+            dbl[:, mem[_IN]] += tn * chans * prob.precision.input * sel.take(gm.window_area(m))
         if overlap is not Overlap.RECOMPUTE:
             rr, rc = reuse_buffers(gm, m, overlap, tile_n)
             reuse_rows += sel.take(rr)
@@ -279,7 +317,7 @@ def assemble(gm: GroupModel, *, tile_n: int, tile_k: int, overlap: Overlap, resi
     for m, (layer, prob) in enumerate(zip(layers, probs, strict=True)):
         c_chunk, _ = compute_args(gm, m, chunk, tile_k, resident)
         outs = last.n * sel.take(gm.volume("new" if reuse else "out", m))
-        ins = last.n * layer.c_in * sel.take(gm.volume("newin" if reuse else "in", m))
+        ins = last.n * stack_channels(layer) * sel.take(gm.volume("newin" if reuse else "in", m))
         in_step = ins * (k_trips if m == nl - 1 else 1)
         w_step = steps * float(layer.elements(_W))
         out_elems = outs * layer.k_out * (-(-layer.dims[Dim.C] // c_chunk))

@@ -85,6 +85,10 @@ def _min_cycles(gm: GroupModel, m: int, overlap: Overlap, tile_n: int, c_chunk: 
     return lambda: gm.min_compute_cycles(m, overlap, tile_n, c_chunk, gk_tile)
 
 
+def _volume(gm: GroupModel, kind: str, m: int) -> Callable[[], np.ndarray]:
+    return lambda: gm.volume(kind, m)
+
+
 def config_bound(gm: GroupModel, obj: Objective, choice: Choice) -> float:
     """One lower bound of ``obj`` over every candidate of a discrete choice, from per-term minima
     over the candidates (memoised in ``gm``; the min of a sum is at least the sum of the mins)."""
@@ -101,6 +105,10 @@ def config_bound(gm: GroupModel, obj: Objective, choice: Choice) -> float:
     kind = "fetch" if reuse else "in"
     total = choice.passes(gm) * last.n * first.c_in * low(("volume", kind), lambda: gm.volume(kind, 0)) * \
         probs[0].precision.input
+    for m, sides in enumerate(gm.group.sides):  # a merging layer's DRAM inputs (``side_traffic``)
+        if sides:
+            total += last.n * sum(s.channels for s in sides) * probs[m].precision.input * \
+                low(("volume", kind, m), _volume(gm, kind, m))
     total += float(last.elements(Operand.OUTPUT) * probs[-1].precision.output)
     # Streamed weights are loaded every step, or once with the chunk loop outermost (as ``traffic``).
     steps = 1.0 if choice.chunk_outer else low(("steps", tile_n), lambda: -(-last.n // tile_n) * gm.step_grid())

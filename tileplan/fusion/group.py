@@ -5,6 +5,12 @@ shared outer loop nest walks tiles of the *last* layer's output (N, P, Q and, in
 tile propagates backwards through every layer (``fusion.propagate``); inside a tile step every
 layer computes its part with all of its channels, one layer after the other on the whole PE array.
 
+An element-wise add or a concat (``MERGING``) may join a group after the layer producing one of its
+inputs (the *chain* input, on chip); its other inputs (:class:`Side`) are outputs of layers outside
+the group, read from DRAM tile by tile like the first layer's input. A merging layer's input is
+the *stack* of its input tensors along channels (``stack_channels``: a concat's channels in input
+order, an add's ``input_count`` tensors one after the other, the chain first).
+
 A :class:`FusedMapping` says, for a group:
 
 * ``tile_n`` / ``tile_p`` / ``tile_q``: the last layer's output tile of one step;
@@ -39,9 +45,55 @@ from tileplan.errors import MappingError, WorkloadError
 from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.network import Network
 
-#: Layer kinds a fused group may contain (they have a kernel window along rows and columns).
+#: Layer kinds a fused group may contain anywhere (they have a kernel window along rows and columns).
 FUSIBLE = frozenset({OpKind.CONV, OpKind.GROUPED_CONV, OpKind.DEPTHWISE, OpKind.POINTWISE, OpKind.MAXPOOL,
                      OpKind.AVGPOOL, OpKind.GLOBALPOOL})
+#: Layer kinds that merge the previous group layer's output with inputs read from DRAM (never first).
+MERGING = frozenset({OpKind.ADD, OpKind.CONCAT})
+
+
+@dataclass(frozen=True)
+class Side:
+    """An input of a merging group layer read from DRAM: the output of layer ``name`` (outside the
+    group), at channels ``[offset, offset + channels)`` of the layer's input stack."""
+
+    name: str
+    offset: int
+    channels: int
+
+
+def stack_channels(layer: Layer) -> int:
+    """Channels of a layer's input stack (all its input tensors along channels)."""
+    return layer.c_in * layer.input_count
+
+
+def _sides_of(prev: Layer, layer: Layer, network: Network | None) -> tuple[Side, ...]:
+    """The DRAM inputs of merging ``layer`` whose chain input is ``prev``'s output (see ``Side``)."""
+    others = list(layer.inputs)
+    if prev.name in others:
+        others.remove(prev.name)
+    if layer.op is OpKind.ADD:
+        names = others if len(others) == layer.input_count - 1 else \
+            [f"{layer.name}.in{i}" for i in range(1, layer.input_count)]
+        return tuple(Side(name, (i + 1) * layer.c_in, layer.c_in) for i, name in enumerate(names))
+    rest = layer.c_in - prev.k_out
+    if network is None or not layer.inputs:
+        if len(others) > 1:
+            raise WorkloadError(f"cannot fuse {layer.name!r} alone: a concat of {len(layer.inputs)} inputs needs "
+                                f"the network to place them (FusedGroup.of)")
+        return (Side(others[0] if others else f"{layer.name}.in1", prev.k_out, rest),) if rest else ()
+    sides = []
+    offset = 0
+    for name in layer.inputs:
+        channels = prev.k_out if name == prev.name else (network[name].k_out if name in network.by_name else 0)
+        if channels < 1:
+            raise WorkloadError(f"cannot fuse {layer.name!r}: its input {name!r} is not a layer of the network")
+        if name != prev.name:
+            sides.append(Side(name, offset, channels))
+        offset += channels
+    if offset != layer.c_in:
+        raise WorkloadError(f"concat {layer.name!r}: its inputs have {offset} channels, not {layer.c_in}")
+    return tuple(sides)
 
 
 class Overlap(StrEnum):
@@ -59,22 +111,32 @@ class Direction(StrEnum):
     COLS = "cols"
 
 
-def chain_error(layers: Sequence[Layer], network: Network | None = None) -> str | None:
+def chain_error(layers: Sequence[Layer], network: Network | None = None, *, merges: bool = False) -> str | None:
     """Why ``layers`` cannot form a fused group (``None`` if they can).
 
-    Each layer after the first must read exactly the previous layer's output, every layer must be
-    a windowed kind (``FUSIBLE``), and no intermediate map may be read by a layer outside the group
-    (it would have to be written to DRAM anyway).
+    Each layer after the first must read the previous layer's output -- only that (a windowed kind,
+    ``FUSIBLE``) or, with ``merges``, that among inputs read from DRAM (an add or a concat,
+    ``MERGING``, never first) -- and no intermediate map may be read by a layer outside the group (it
+    would have to be written to DRAM anyway): a group never hides a tensor another layer reads.
     """
     if len(layers) < 1:
         return "a group needs at least one layer"
-    for layer in layers:
-        if layer.op not in FUSIBLE:
+    for m, layer in enumerate(layers):
+        if layer.op in MERGING and merges:
+            if m == 0:
+                return (f"layer {layer.name!r} is a {layer.op.value} layer, which joins a group only after the "
+                        f"layer producing one of its inputs")
+        elif layer.op not in FUSIBLE:
             return f"layer {layer.name!r} is a {layer.op.value} layer, which cannot be fused"
     for prev, layer in zip(layers, layers[1:], strict=False):
-        if network is not None and layer.inputs != (prev.name,):
-            return f"layer {layer.name!r} does not read only {prev.name!r}"
-        if (prev.n, prev.k_out, prev.p, prev.q) != (layer.n, layer.c_in, layer.h, layer.w):
+        merging = layer.op in MERGING
+        if network is not None:
+            if merging and list(layer.inputs).count(prev.name) != 1:
+                return f"layer {layer.name!r} does not read {prev.name!r} once"
+            if not merging and layer.inputs != (prev.name,):
+                return f"layer {layer.name!r} does not read only {prev.name!r}"
+        chans = prev.k_out <= layer.c_in if layer.op is OpKind.CONCAT else prev.k_out == layer.c_in
+        if (prev.n, prev.p, prev.q) != (layer.n, layer.h, layer.w) or not chans:
             return f"layer {layer.name!r} does not consume {prev.name!r}'s output shape"
         if network is not None:
             readers = [c.name for c in network.consumers(prev.name)]
@@ -85,23 +147,46 @@ def chain_error(layers: Sequence[Layer], network: Network | None = None) -> str 
 
 @dataclass(frozen=True)
 class FusedGroup:
-    """A chain of layers fused so that the maps between them stay on chip."""
+    """A chain of layers fused so that the maps between them stay on chip; ``sides`` per layer the
+    inputs it reads from DRAM besides the chain (merging layers only; derived when not given)."""
 
     layers: tuple[Layer, ...]
+    sides: tuple[tuple[Side, ...], ...] = ()
 
     def __post_init__(self) -> None:
-        why = chain_error(self.layers)
+        why = chain_error(self.layers, merges=True)
         if why:
             raise WorkloadError(f"cannot fuse {self.name}: {why}")
+        if not self.sides:
+            object.__setattr__(self, "sides", _all_sides(self.layers, None))
+        if len(self.sides) != len(self.layers):
+            raise WorkloadError(f"cannot fuse {self.name}: {len(self.sides)} side lists for {len(self.layers)} layers")
+        for m, (layer, sides) in enumerate(zip(self.layers, self.sides, strict=True)):
+            chain = self.layers[m - 1].k_out if m else stack_channels(layer)
+            free = _uncovered(sides, stack_channels(layer))
+            if (sides and layer.op not in MERGING) or free is None or [b - a for a, b in free] != [chain]:
+                raise WorkloadError(f"cannot fuse {self.name}: the DRAM inputs of {layer.name!r} do not leave exactly "
+                                    f"its chain input's {chain} channels")
 
     @classmethod
     def of(cls, network: Network, names: Sequence[str]) -> FusedGroup:
         """The group of ``names`` (consecutive in ``network``), checked against the network's edges."""
         layers = tuple(network[n] for n in names)
-        why = chain_error(layers, network)
+        why = chain_error(layers, network, merges=True)
         if why:
             raise WorkloadError(f"network {network.name!r}: cannot fuse {'+'.join(names)}: {why}")
-        return cls(layers)
+        return cls(layers, _all_sides(layers, network))
+
+    def chain_offset(self, m: int) -> int:
+        """First channel of layer ``m``'s input stack that the previous group layer produces (0 for a
+        layer without DRAM inputs)."""
+        free = _uncovered(self.sides[m], stack_channels(self.layers[m]))
+        return free[0][0] if free else 0
+
+    def signature(self) -> tuple[object, ...]:
+        """Everything the group's planning depends on: layer signatures and the DRAM inputs' places."""
+        return tuple((x.signature(), tuple((s.offset, s.channels) for s in sides))
+                     for x, sides in zip(self.layers, self.sides, strict=True))
 
     @property
     def name(self) -> str:
@@ -122,7 +207,27 @@ class FusedGroup:
         """Whether intermediate map ``m`` (output of layer ``m``) may be produced in channel chunks:
         its consumer must reduce over all of its input channels (an ungrouped layer with weights)."""
         producer, consumer = self.layers[m], self.layers[m + 1]
-        return consumer.has_weights and consumer.groups == 1 and consumer.c_in > 1 and producer.groups == 1
+        return (producer.op not in MERGING and consumer.has_weights and consumer.groups == 1 and consumer.c_in > 1
+                and producer.groups == 1)
+
+
+def _uncovered(sides: Sequence[Side], total: int) -> list[tuple[int, int]] | None:
+    """Channel ranges of a ``total``-channel stack no side covers (``None``: sides overlap or spill)."""
+    out, at = [], 0
+    for side in sorted(sides, key=lambda x: x.offset):
+        if side.channels < 1 or side.offset < at or side.offset + side.channels > total:
+            return None
+        if side.offset > at:
+            out.append((at, side.offset))
+        at = side.offset + side.channels
+    if at < total:
+        out.append((at, total))
+    return out
+
+
+def _all_sides(layers: Sequence[Layer], network: Network | None) -> tuple[tuple[Side, ...], ...]:
+    return tuple(_sides_of(layers[m - 1], layer, network) if m and layer.op in MERGING else ()
+                 for m, layer in enumerate(layers))
 
 
 def out_step(group: FusedGroup, m: int, chunk: tuple[int, ...], tile_k: int, resident: tuple[bool, ...]) -> int:
@@ -136,7 +241,7 @@ def out_step(group: FusedGroup, m: int, chunk: tuple[int, ...], tile_k: int, res
         return chunk[m]
     if last and tile_k < kt:
         return tile_k
-    consumes_chunk = m > 0 and chunk[m - 1] < layer.c_in
+    consumes_chunk = m > 0 and chunk[m - 1] < group.layers[m - 1].k_out
     if layer.has_weights and not resident[m] and not consumes_chunk:
         return layer.dims[Dim.K] if layer.groups > 1 else 1
     return kt

@@ -2,10 +2,11 @@
 
 Candidate groups follow HW-Flow-Fusion §4.4: from a start layer, grow the group one layer at a
 time (two layers first) while it stays a legal chain (``group.chain_error``: a group never hides a
-map another branch reads from DRAM) and some fused mapping fits on chip, up to ``max_group``
-layers. ``every_start`` (default) starts at every layer; without it, as the paper does, the next
-start is the first layer that could not be fused. Identical groups (same layer signatures) are
-searched once.
+map another branch reads from DRAM; an add's or a concat's other inputs are read from DRAM, which
+is legal: their producers come earlier in the topological order and wrote them) and some fused
+mapping fits on chip, up to ``max_group`` layers. ``every_start`` (default) starts at every layer;
+without it, as the paper does, the next start is the first layer that could not be fused.
+Identical groups (same layer signatures and DRAM-input places) are searched once.
 
 The cut is a dynamic programme over the topological order: ``best[i]`` is the best plan of the
 first ``i`` layers, ending either with layer ``i - 1`` alone (its best unfused plan) or with a
@@ -47,29 +48,35 @@ def _search(args: tuple[FusedGroup, Arch, Objective, GroupSearch | None]) -> Gro
 
 def candidate_groups(network: Network, arch: Arch, objective: Objective, *, max_group: int = 4,
                      every_start: bool = True, jobs: int = 1, progress: Progress | None = None,
-                     searcher: GroupSearch | None = None) -> dict[tuple[int, int], tuple[GroupResult, str | None]]:
+                     searcher: GroupSearch | None = None, merges: bool | None = None
+                     ) -> dict[tuple[int, int], tuple[GroupResult, str | None]]:
     """Feasible groups as ``{(start, end): (result, cached_from)}`` (layers ``start..end-1``).
 
     Every legal chain of 2..``max_group`` layers is searched once per distinct signature (in
-    ``jobs`` processes); the §4.4 growth rule is then applied to the results.
+    ``jobs`` processes); the §4.4 growth rule is then applied to the results. ``merges``: whether
+    adds and concats may join groups (their other inputs read from DRAM); by default only with the
+    general search (``searcher`` None) -- the papers' restricted searches fuse windowed chains.
     """
+    merge = searcher is None if merges is None else merges
     layers = network.layers
     n = len(layers)
     owner: dict[tuple[object, ...], str] = {}
     todo: list[tuple[object, ...]] = []
+    groups: dict[tuple[object, ...], FusedGroup] = {}
     chains: dict[tuple[int, int], tuple[object, ...]] = {}
     for start in range(n - 1):
         for end in range(start + 2, min(n, start + max_group) + 1):
             chain = list(layers[start:end])
-            if chain_error(chain, network) is not None:
+            if chain_error(chain, network, merges=merge) is not None:
                 break
-            key = tuple(x.signature() for x in chain)
+            group = FusedGroup.of(network, [x.name for x in chain])
+            key = group.signature()
             chains[(start, end)] = key
             if key not in owner:
-                owner[key] = "+".join(x.name for x in chain)
+                owner[key] = group.name
+                groups[key] = group
                 todo.append(key)
-    first = {key: seg for seg, key in reversed(list(chains.items()))}
-    args = [(FusedGroup(tuple(layers[first[key][0]:first[key][1]])), arch, objective, searcher) for key in todo]
+    args = [(groups[key], arch, objective, searcher) for key in todo]
     results: dict[tuple[object, ...], GroupResult | None] = {}
     for done, (i, res) in enumerate(run_parallel(_search, args, jobs=max(1, jobs)), start=1):
         results[todo[i]] = res

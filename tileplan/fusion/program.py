@@ -2,9 +2,10 @@
 executor that runs it on integers with the intermediate maps held only on chip.
 
 A :class:`FusedProgram` is a list of instructions over the group's tensors (``LOAD_INPUT`` a box of
-the first layer's input, ``LOAD_WEIGHT`` a box of one layer's weights, ``COMPUTE`` a region of one
-layer's output, ``STORE`` a box of the last layer's output, ``STEP`` the end of a tile step, where
-on-chip data no later step needs is dropped). The generator walks the shared loop nest exactly as
+the first layer's input, ``LOAD_SIDE`` a box of a merging layer's input read from DRAM (an add's or
+a concat's other inputs, ``group.Side``), ``LOAD_WEIGHT`` a box of one layer's weights, ``COMPUTE`` a
+region of one layer's output, ``STORE`` a box of the last layer's output, ``STEP`` the end of a tile
+step, where on-chip data no later step needs is dropped). The generator walks the shared loop nest exactly as
 the model prices it (``fusion.assemble``); the executor is the second witness: it computes every
 region from on-chip data only (a missing input pixel is an error), counts each DRAM transfer's bytes
 and bursts from the real addresses of the box in the tensor's row-major layout (contiguous runs,
@@ -22,8 +23,9 @@ from tileplan.arch.spec import Arch
 from tileplan.cost.problem import Problem
 from tileplan.dims import Dim
 from tileplan.errors import TileplanError
+from tileplan.fusion.assemble import side_tensor
 from tileplan.fusion.cost import GroupModel
-from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
+from tileplan.fusion.group import MERGING, Direction, FusedGroup, FusedMapping, Overlap, stack_channels
 from tileplan.fusion.propagate import AxisTiles
 from tileplan.workload.layer import Layer, OpKind
 
@@ -40,7 +42,8 @@ class FusedProgramError(TileplanError):
 
 @dataclass(frozen=True, slots=True)
 class Instr:
-    """One instruction: ``op`` is LOAD_INPUT, LOAD_WEIGHT, COMPUTE, STORE, DROP (a consumed chunk of
+    """One instruction: ``op`` is LOAD_INPUT, LOAD_SIDE (``c``: the side's channels in the layer's
+    input stack), LOAD_WEIGHT, COMPUTE, STORE, DROP (a consumed chunk of
     a layer's input map), FREE_WEIGHT (a layer's on-chip weights, after a chunk pass), KEEP (a box of
     a layer's input map a later step reads: at the next STEP everything else of the maps is dropped)
     or STEP; ``layer`` the layer index; ``n``/``k``/``c``/
@@ -112,6 +115,13 @@ def generate_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
             top_c = (int(top_lo[1][0, j]), int(cols.in_hi[0][0, j]))
             if top_r[1] > top_r[0] and top_c[1] > top_c[0]:
                 out.append(Instr("LOAD_INPUT", 0, n=n, c=(0, layers[0].c_in), rows=top_r, cols=top_c))
+            for m, sides in enumerate(group.sides):  # a merging layer's DRAM inputs, as the first layer's
+                lo_r, lo_c = (rows.new_in_lo(m), cols.new_in_lo(m)) if reuse else (rows.in_lo[m], cols.in_lo[m])
+                box_r = (int(lo_r[0, i]), int(rows.in_hi[m][0, i]))
+                box_c = (int(lo_c[0, j]), int(cols.in_hi[m][0, j]))
+                if box_r[1] > box_r[0] and box_c[1] > box_c[0]:
+                    out.extend(Instr("LOAD_SIDE", m, n=n, c=(s.offset, s.offset + s.channels), rows=box_r,
+                                     cols=box_c) for s in sides)
             regions = []
             for m in range(len(layers)):
                 lo_r = rows.new_lo[m] if reuse else rows.out_lo[m]
@@ -165,10 +175,10 @@ def _ahead(rows: AxisTiles, cols: AxisTiles, m: int, later: list[tuple[int, int]
     """Boxes of layer ``m``'s input map that the ``later`` steps read (one box per later step row)."""
     boxes: dict[int, Range] = {}
     for i, j in later:
-        lo, hi = int(cols.in_lo[m][0, j]), int(cols.in_hi[m][0, j])
+        lo, hi = int(cols.newin_lo[m][0, j]), int(cols.newin_hi[m][0, j])
         old = boxes.get(i)
         boxes[i] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
-    return [((int(rows.in_lo[m][0, i]), int(rows.in_hi[m][0, i])), c) for i, c in boxes.items()]
+    return [((int(rows.newin_lo[m][0, i]), int(rows.newin_hi[m][0, i])), c) for i, c in boxes.items()]
 
 
 def _step(layers: tuple[Layer, ...], mapping: FusedMapping, group: FusedGroup, n: Range,
@@ -177,7 +187,7 @@ def _step(layers: tuple[Layer, ...], mapping: FusedMapping, group: FusedGroup, n
     the producer's chunk, then the consumer's accumulation over it)."""
     out: list[Instr] = []
     for m, layer in enumerate(layers):
-        if m > 0 and mapping.chunk[m - 1] < layer.c_in:
+        if m > 0 and mapping.chunk[m - 1] < layers[m - 1].k_out:
             continue  # emitted with its producer
         reg_r, reg_c = regions[m]
         empty = reg_r[1] <= reg_r[0] or reg_c[1] <= reg_c[0]
@@ -241,12 +251,17 @@ class _Machine:
     """Runs a fused program: DRAM tensors, the on-chip maps, weights and output tiles with masks of
     what is present, and byte counters per memory."""
 
-    def __init__(self, prog: FusedProgram, x: np.ndarray, weights: list[np.ndarray | None]) -> None:
+    def __init__(self, prog: FusedProgram, x: np.ndarray, weights: list[np.ndarray | None],
+                 sides: list[list[np.ndarray]] | None = None) -> None:
         self.p = prog
         self.layers = prog.layers
         self.x = np.asarray(x, dtype=np.int64)
         self.w = [None if w is None else np.asarray(w, dtype=np.int64) for w in weights]
-        self.maps = [np.zeros((x_.n, x_.c_in, x_.h, x_.w), dtype=np.int64) for x_ in self.layers]
+        self.sides = {(m, s.offset): np.asarray(a, dtype=np.int64)
+                      for m, (specs, arrays) in enumerate(zip(prog.group.sides, sides or [[]] * len(self.layers),
+                                                              strict=True))
+                      for s, a in zip(specs, arrays, strict=True)}
+        self.maps = [np.zeros((x_.n, stack_channels(x_), x_.h, x_.w), dtype=np.int64) for x_ in self.layers]
         self.have = [np.zeros(a.shape, dtype=bool) for a in self.maps]
         self.w_have = [None if w is None else np.zeros(w.shape, dtype=bool) for w in self.w]
         last = self.layers[-1]
@@ -292,6 +307,15 @@ class _Machine:
             self.maps[0][sl] = self.x[sl]
             self.have[0][sl] = True
             self.dram(0, (first.n, first.c_in, first.h, first.w), box, self.probs[0].precision.input, False)
+        elif ins.op == "LOAD_SIDE":
+            layer = self.layers[m]
+            side = next(s for s in self.p.group.sides[m] if s.offset == ins.c[0])
+            shape, at = side_tensor(layer, side)
+            sl = (slice(n0, n1), slice(*ins.c), slice(*ins.rows), slice(*ins.cols))
+            self.maps[m][sl] = self.sides[(m, side.offset)][n0:n1, :, slice(*ins.rows), slice(*ins.cols)]
+            self.have[m][sl] = True
+            self.dram(0, shape, (ins.n, (at, at + side.channels), ins.rows, ins.cols), self.probs[m].precision.input,
+                      False)
         elif ins.op == "LOAD_WEIGHT":
             w, w_have = self.w[m], self.w_have[m]
             assert w is not None and w_have is not None
@@ -323,12 +347,31 @@ class _Machine:
             for m_, keep in enumerate(self.keep):
                 self.have[m_] &= keep
                 keep[:] = False
-        if ins.op in ("LOAD_INPUT", "LOAD_WEIGHT", "COMPUTE"):  # only these add on-chip data
+        if ins.op in ("LOAD_INPUT", "LOAD_SIDE", "LOAD_WEIGHT", "COMPUTE"):  # only these add on-chip data
             self.occupancy()
+
+    def merge(self, ins: Instr) -> np.ndarray:
+        """Output channels ``ins.k`` of an add (the sum of its stacked inputs) or a concat (the channels
+        of its input stack) over ``ins.rows`` x ``ins.cols``, from on-chip data only."""
+        m = ins.layer
+        layer = self.layers[m]
+        copies = layer.input_count if layer.op is OpKind.ADD else 1
+        box = (slice(*ins.n), slice(None), slice(*ins.rows), slice(*ins.cols))
+        k0, k1 = ins.k
+        chans = np.concatenate([np.arange(i * layer.c_in + k0, i * layer.c_in + k1) for i in range(copies)])
+        if not self.have[m][box][:, chans].all():
+            raise FusedProgramError(f"{ins} reads input pixels of layer {layer.name!r} that are not on chip")
+        stack = self.maps[m][box][:, chans]
+        res = stack.reshape(stack.shape[0], copies, k1 - k0, *stack.shape[2:]).sum(axis=1)
+        self.result.macs += res.size * (copies - 1)
+        return res
 
     def compute(self, ins: Instr) -> None:
         m = ins.layer
         layer = self.layers[m]
+        if layer.op in MERGING:
+            self.store_result(ins, self.merge(ins))
+            return
         d = layer.dims
         g_all, k_per, c_per = layer.groups, d[Dim.K], d[Dim.C]
         g0, g1 = (ins.k[0] // k_per, -(-ins.k[1] // k_per)) if g_all > 1 else (0, 1)
@@ -373,29 +416,36 @@ class _Machine:
         if layer.op in (OpKind.AVGPOOL, OpKind.GLOBALPOOL):
             res //= layer.r * layer.s
         self.result.macs += res.size * (c1 - c0 if w is not None else 1) * layer.r * layer.s
-        res = res.reshape(n1 - n0, (g1 - g0) * (k1 - k0), p, q)
-        out_ch = slice(ins.k[0], ins.k[1])
-        first_chunk = c0 == 0
-        if m == len(self.layers) - 1:
-            target, have = self.acc, self.acc_have
-        else:
-            target, have = self.maps[m + 1], self.have[m + 1]
-        sl = (slice(n0, n1), out_ch, slice(a, b), slice(e, f))
-        target[sl] = res if first_chunk else target[sl] + res
-        have[sl] = True
+        self.store_result(ins, res.reshape(n1 - n0, (g1 - g0) * (k1 - k0), p, q))
         if w is not None and not self.p.mapping.resident[m] and not self.p.mapping.chunk_outer:
             w_have = self.w_have[m]
             assert w_have is not None
             w_have[:] = False  # a streamed piece is dropped once used
 
 
+    def store_result(self, ins: Instr, res: np.ndarray) -> None:
+        """Put a computed region of layer ``ins.layer`` where its consumer reads it: the next layer's
+        input stack at the chain's channels, or the last layer's output accumulators (partial sums
+        over input-channel chunks are added)."""
+        m = ins.layer
+        if m == len(self.layers) - 1:
+            target, have, at = self.acc, self.acc_have, 0
+        else:
+            target, have, at = self.maps[m + 1], self.have[m + 1], self.p.group.chain_offset(m + 1)
+        sl = (slice(*ins.n), slice(at + ins.k[0], at + ins.k[1]), slice(*ins.rows), slice(*ins.cols))
+        target[sl] = res if ins.c[0] == 0 else target[sl] + res
+        have[sl] = True
+
+
 def _flat_channels(groups: int, per_group: int, c: Range) -> np.ndarray:
     return np.concatenate([np.arange(g * per_group + c[0], g * per_group + c[1]) for g in range(groups)])
 
 
-def execute_fused(prog: FusedProgram, x: np.ndarray, weights: list[np.ndarray | None]) -> FusedResult:
-    """Run ``prog`` on input ``x`` (N, C, H, W) and per-layer weights ((G*K, C, R, S) or ``None``)."""
-    machine = _Machine(prog, x, weights)
+def execute_fused(prog: FusedProgram, x: np.ndarray, weights: list[np.ndarray | None],
+                  sides: list[list[np.ndarray]] | None = None) -> FusedResult:
+    """Run ``prog`` on input ``x`` (N, C, H, W), per-layer weights ((G*K, C, R, S) or ``None``) and per
+    layer the tensors of its DRAM inputs (``group.sides`` order, (N, channels, H, W) each)."""
+    machine = _Machine(prog, x, weights, sides)
     for ins in prog.instructions:
         machine.run(ins)
     return machine.result
