@@ -46,3 +46,19 @@ def test_hwff_groups_execute_and_match_the_model(names, objective):
     # The search's cost (on the partition's shares) moves the DRAM bytes the whole-array model predicts.
     whole = evaluate_fused(group, arch, m).cost
     assert float(whole.dram_bytes[0]) == float(result.cost.dram_bytes[0])
+
+
+def test_verify_a_group_as_hwff_partitions_it_from_the_cli() -> None:
+    """`verify --group ... --strategy hwff` runs the mapping the hwff planner keeps (a partition of the
+    PE array); strategies that do not search fused groups get one error line."""
+    from typer.testing import CliRunner
+
+    from tileplan.cli import app
+
+    runner = CliRunner()
+    ok = runner.invoke(app, ["verify", "lenet5", "--arch", "hwff1", "--group", "conv1+pool1", "--strategy", "hwff",
+                             "-o", "energy"])
+    assert ok.exit_code == 0, ok.output
+    assert "bit-exact" in ok.output and "counted traffic and MACs equal the model" in ok.output
+    bad = runner.invoke(app, ["verify", "lenet5", "--arch", "hwff1", "--group", "conv1+pool1", "--strategy", "tso"])
+    assert bad.exit_code != 0 and "exhaustive or hwff" in bad.output and "Traceback" not in bad.output

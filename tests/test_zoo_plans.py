@@ -32,3 +32,18 @@ def test_plan_metadata_records_the_networks_batch() -> None:
     assert net.batch == 2 and plan.meta["batch"] == 2
     one = api.plan("lenet5", "eyeriss", jobs=1)
     assert sum(lp.cost.macs for lp in plan.layers) == 2 * sum(lp.cost.macs for lp in one.layers)
+
+
+def test_plan_reports_the_burst_aware_ctc_ratio_per_layer() -> None:
+    """CTC (HW-Flow-Fusion Table 7, Caffeine's form): 2 x MACs over the bytes of the bursts moved;
+    in the table, in `--json`, and the JSON still loads."""
+    from tileplan.plan import NetworkPlan
+
+    plan = api.plan("lenet5", "hwff1", jobs=1)
+    burst = api.load_arch("hwff1").dram.burst_bytes
+    ctc = dict(plan.ctc())
+    conv1 = next(lp for lp in plan.layers if lp.name == "conv1")
+    assert ctc["conv1"] == pytest.approx(2 * conv1.cost.macs / (conv1.cost.bursts * burst))
+    data = plan.to_dict()
+    assert {row["layer"]: row["ctc"] for row in data["ctc"]} == ctc
+    assert NetworkPlan.from_dict(data) == plan

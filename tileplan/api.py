@@ -330,7 +330,7 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                                  cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
                        {"batch": net.batch, "precision_bytes": precision_bytes or a.precision_bytes,
-                        "dram_model": dram_model, **(options or {})})
+                        "dram_model": dram_model, "dram_burst_bytes": a.dram.burst_bytes, **(options or {})})
 
 
 def strategy_options(*, fix_partition: str | None = None, fix_schedule: str | None = None,
@@ -406,17 +406,22 @@ def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, object
 
 def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Sequence[str], *,
                objective: str | Objective = "latency", batch: int = 1,
-               precision_bytes: int | None = None) -> tuple[FusedGroup, GroupResult]:
-    """The best fused mapping of the consecutive layers ``names`` of ``network`` (a legal chain).
+               precision_bytes: int | None = None, strategy: str = "exhaustive") -> tuple[FusedGroup, GroupResult]:
+    """The best fused mapping of the consecutive layers ``names`` of ``network`` (a legal chain):
+    over the whole fused space (``exhaustive``) or, with ``hwff``, under HW-Flow-Fusion's spatial and
+    temporal partitions of the PE array (the mapping the ``hwff`` network planner keeps).
 
     Raises ``WorkloadError`` for an illegal group and ``InfeasibleError`` when no fused mapping fits.
     """
+    from tileplan.fusion.hwff import search_hwff
     from tileplan.fusion.search import search_group
 
+    if strategy not in ("exhaustive", "hwff"):
+        raise TileplanError(f"a fused group is searched with strategy exhaustive or hwff, not {strategy!r}")
     a = load_arch(arch)
     net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
     group = FusedGroup.of(net, names)
-    result = search_group(group, a, Objective(objective))
+    result = (search_hwff if strategy == "hwff" else search_group)(group, a, Objective(objective))
     if result is None:
         raise InfeasibleError(f"no fused mapping of {group.name} fits on {a.name}'s on-chip memories")
     return group, result

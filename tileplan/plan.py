@@ -105,6 +105,18 @@ class LayerPlan:
         return self.cost.dram_bytes / self.io_bound_bytes if self.io_bound_bytes else 1.0
 
 
+def ctc_ratio(macs: float, bursts: float, burst_bytes: int) -> float:
+    """Computation-to-communication ratio, Caffeine's refined (burst-aware) form: operations (2 per
+    MAC) per byte the DRAM bus really moves, every access charged whole bursts (short, scattered
+    transfers use the bandwidth worse than long ones). 0 when nothing moves.
+
+    >>> ctc_ratio(1000, 10, 8)
+    25.0
+    """
+    moved = bursts * burst_bytes
+    return 2.0 * macs / moved if moved else 0.0
+
+
 @dataclass(frozen=True)
 class NetworkPlan:
     """Every layer's plan on one accelerator, for one objective."""
@@ -137,6 +149,13 @@ class NetworkPlan:
     def energy_pj(self) -> float:
         return self.total("energy_pj")
 
+    def ctc(self) -> list[tuple[str, float]]:
+        """(layer, CTC ratio) in network order (empty when the plan does not know the DRAM burst)."""
+        burst = self.meta.get("dram_burst_bytes")
+        if not burst:
+            return []
+        return [(lp.name, ctc_ratio(lp.cost.macs, lp.cost.bursts, int(burst))) for lp in self.layers]
+
     @property
     def searched_layers(self) -> int:
         """Layers whose search ran (the others reused an identical layer's plan or move nothing)."""
@@ -152,6 +171,7 @@ class NetworkPlan:
             d["cost"] = asdict(lp.cost)
             d["cost"]["footprint_bytes"] = list(lp.cost.footprint_bytes)
             out["layers"].append(d)
+        out["ctc"] = [{"layer": name, "ctc": value} for name, value in self.ctc()]
         return out
 
     def to_json(self) -> str:
@@ -167,7 +187,7 @@ class NetworkPlan:
                 rest = {k: v for k, v in d.items() if k not in ("mapping", "cost")}
                 layers.append(LayerPlan(mapping=Mapping.from_dict(d["mapping"]) if d["mapping"] else None,
                                         cost=LayerCost(**cost), **rest))
-            top = {k: v for k, v in data.items() if k != "layers"}
+            top = {k: v for k, v in data.items() if k not in ("layers", "ctc")}  # ctc is derived
             return cls(layers=tuple(layers), **top)
         except (KeyError, TypeError) as err:
             raise TileplanError(f"not a tileplan plan file ({err})") from None

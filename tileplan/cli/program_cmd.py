@@ -112,7 +112,8 @@ def verify(
     objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
     seed: int = typer.Option(0, min=0, help="Seed of the random integer operands."),
     group: str | None = typer.Option(None, "--group", "-g", help="Verify the best fused mapping of this group "
-                                     "of consecutive layers instead, e.g. conv1_1+conv1_2."),
+                                     "of consecutive layers instead, e.g. conv1_1+conv1_2 (searched "
+                                     "exhaustively, or as --strategy hwff partitions the PE array)."),
 ) -> None:
     """Plan, emit, execute and check every distinct layer: bit-exact output, and the DRAM bytes and
     bursts the program moved equal to what the model predicted (with --group: one fused group)."""
@@ -122,7 +123,7 @@ def verify(
 
     def work() -> None:
         if group is not None:
-            _verify_group(model, arch, sets, group, objective, seed)
+            _verify_group(model, arch, sets, group, strategy, objective, seed)
             return
         network, a, result = _plan_for(model, arch, sets, strategy, objective, layer)
         todo = [lp for lp in result.layers if lp.mapping is not None and lp.cached_from is None]
@@ -150,7 +151,8 @@ def verify(
     _guard(work)
 
 
-def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, objective: str, seed: int) -> None:
+def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, strategy: str, objective: str,
+                  seed: int) -> None:
     from rich.table import Table
 
     from tileplan.fusion.verify import verify_fused
@@ -158,7 +160,7 @@ def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, obj
     a = api.load_arch(arch, sets or ())
     with _progress() as bar:
         bar.add_task("searching the fused group", total=None, label=names)
-        fused, res = api.plan_group(model, a, names.split("+"), objective=objective)
+        fused, res = api.plan_group(model, a, names.split("+"), objective=objective, strategy=strategy)
     with _progress() as bar:
         bar.add_task("executing the fused program", total=None, label=names)
         v = verify_fused(fused, a, res.mapping, seed=seed)

@@ -9,19 +9,7 @@ from typing import Any
 
 from tileplan.errors import TileplanError
 from tileplan.fusion.group import FusedMapping
-from tileplan.plan import LayerCost, NetworkPlan
-
-
-def ctc_ratio(macs: float, bursts: float, burst_bytes: int) -> float:
-    """Computation-to-communication ratio, Caffeine's refined (burst-aware) form: operations (2 per
-    MAC) per byte the DRAM bus really moves, every access charged whole bursts (short, scattered
-    transfers use the bandwidth worse than long ones). 0 when nothing moves.
-
-    >>> ctc_ratio(1000, 10, 8)
-    25.0
-    """
-    moved = bursts * burst_bytes
-    return 2.0 * macs / moved if moved else 0.0
+from tileplan.plan import LayerCost, NetworkPlan, ctc_ratio
 
 
 @dataclass(frozen=True)

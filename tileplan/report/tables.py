@@ -16,7 +16,7 @@ from tileplan.arch.spec import Arch
 from tileplan.compare import Comparison
 from tileplan.dims import DIMS, Dim
 from tileplan.mapping import Mapping, balanced_parts
-from tileplan.plan import LayerPlan, NetworkPlan
+from tileplan.plan import LayerPlan, NetworkPlan, ctc_ratio
 from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.network import Network
 
@@ -142,8 +142,10 @@ def plan_table(plan: NetworkPlan, network: Network, *, show_cached: bool = True)
     unit, scale = byte_unit(max(tot["dram_input_bytes"], tot["dram_weight_bytes"], tot["dram_output_bytes"]))
     table = Table(title=escape(f"{plan.network} on {plan.arch} — {plan.strategy} search, objective {plan.objective}"),
                   show_footer=True, header_style="bold", box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False)
+    ctc = dict(plan.ctc())
     cols = ["layer", "shape", "tile loops"] + (["split"] if multicore else []) + [
-        f"in {unit}", f"wt {unit}", f"out {unit}", "bursts", "cycles", "util", "bound", "xcomp", "xIO"]
+        f"in {unit}", f"wt {unit}", f"out {unit}", "bursts", "cycles", "util", "bound", "xcomp", "xIO"] + \
+        (["CTC"] if ctc else [])
     for c in cols:
         wraps = c in ("layer", "shape", "tile loops", "split")
         table.add_column(c, justify="left" if wraps or c == "bound" else "right",
@@ -151,13 +153,17 @@ def plan_table(plan: NetworkPlan, network: Network, *, show_cached: bool = True)
     for lp in plan.layers:
         if not show_cached and lp.cached_from:
             continue
-        table.add_row(*_row(lp, network[lp.name], multicore, scale))
+        row = _row(lp, network[lp.name], multicore, scale)
+        table.add_row(*row, *([f"{ctc[lp.name]:.1f}" if lp.mapping else ""] if ctc else []))
     comp = sum(lp.compulsory_bytes for lp in plan.layers)
     footer = ["total", plural(len(plan.layers), "layer"), f"{plan.searched_layers} searched"] + \
         ([""] if multicore else []) + [scaled(tot["dram_input_bytes"], scale), scaled(tot["dram_weight_bytes"], scale),
                                        scaled(tot["dram_output_bytes"], scale), si(tot["bursts"]),
                                        si(tot["latency_cycles"]), "", "",
                                        f"{plan.dram_bytes / comp:.2f}" if comp else "", ""]
+    if ctc:  # the whole network's ratio: all its MACs over all the bursts
+        burst = int(plan.meta["dram_burst_bytes"])
+        footer.append(f"{ctc_ratio(plan.total('macs'), tot['bursts'], burst):.1f}")
     for col, text in zip(table.columns, footer, strict=True):
         col.footer = text
     return table

@@ -10,7 +10,7 @@ from typing import Any
 from tileplan.cost.problem import Problem
 from tileplan.errors import TileplanError
 from tileplan.search.baselines import ma, smartshuttle_rules, zhang
-from tileplan.search.eplanner import eplanner
+from tileplan.search.eplanner import eplanner, eplanner_strict
 from tileplan.search.exhaustive import exhaustive
 from tileplan.search.marvel import marvel, marvel_joint, marvel_random, nvdla, rs, shidiannao
 from tileplan.search.objective import DramModel, Objective, best_index, recost, volume_problem
@@ -37,6 +37,7 @@ STRATEGIES: dict[str, Strategy] = {
     "tso": tso,
     "tso-noburst": tso_noburst,
     "eplanner": eplanner,
+    "eplanner-strict": eplanner_strict,
     "zhang": zhang,
     "ma": ma,
     "smartshuttle-rules": smartshuttle_rules,

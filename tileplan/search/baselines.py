@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from tileplan.cost.problem import Problem
-from tileplan.search.eplanner import CHUNK, alg1_initial, no_fit, search_grid, unpruned_count
+from tileplan.search.eplanner import alg1_initial, fitting, no_fit, search_grid, unpruned_count
 from tileplan.search.nest import IC, KH, KW, OC, OH, OW, Nest
 from tileplan.search.objective import Objective
 from tileplan.search.result import SearchResult
@@ -31,12 +31,6 @@ from tileplan.search.result import SearchResult
 def _space(problem: Problem) -> tuple[Nest, np.ndarray]:
     nest = Nest.of(problem)
     return nest, nest.grid(alg1_initial(nest))
-
-
-def _fitting(nest: Nest, tilings: np.ndarray) -> np.ndarray:
-    """The tilings whose tiles fit (memory use does not depend on the loop order)."""
-    ok = np.concatenate([nest.fits(tilings[s:s + CHUNK]) for s in range(0, len(tilings), CHUNK)])
-    return tilings[ok]
 
 
 def _maximise(nest: Nest, base: np.ndarray, loops: tuple[int, ...]) -> np.ndarray | None:
@@ -48,7 +42,7 @@ def _maximise(nest: Nest, base: np.ndarray, loops: tuple[int, ...]) -> np.ndarra
     cand = np.repeat(base[None], mesh[0].size, axis=0)
     for loop, m in zip(loops, mesh, strict=True):
         cand[:, loop] = m.ravel()
-    fit = _fitting(nest, cand)
+    fit = fitting(nest, cand)
     if len(fit) == 0:
         return None
     size = np.prod(fit[:, list(loops)], axis=1)

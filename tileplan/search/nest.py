@@ -136,9 +136,11 @@ class Nest:
         return to_mapping(self.problem, batch.tiles[i], batch.order[i], batch.unroll[i], NO_SPLIT)
 
     def fits(self, t6: np.ndarray) -> np.ndarray:
-        """Whether each tiling's tiles fit every on-chip memory."""
-        sw = sweep(self.problem, self.batch(t6, self.order_alg3(t6)))
-        return np.asarray(sw.feasible)
+        """Whether each tiling's tiles fit every on-chip memory (the model's footprint rule on one
+        core, without a sweep: tests/test_eplanner.py checks it equals the sweep's feasibility)."""
+        from tileplan.search.marvel_offchip import fits
+
+        return fits(self.problem, self.tiles(t6))
 
     def relaxed_start(self, t6: np.ndarray) -> np.ndarray:
         """``t6`` if it fits, else the first of a few smaller fallbacks that fits (beyond the thesis,
