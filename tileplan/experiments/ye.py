@@ -29,10 +29,10 @@ from tileplan.cost.problem import Problem
 from tileplan.experiments.common import ExperimentResult, Log, Reference
 from tileplan.fusion.group import FusedGroup, FusedMapping
 from tileplan.fusion.plan import FusionPlan
-from tileplan.fusion.planner import candidate_groups, choose_cut, plan_fusion
+from tileplan.fusion.planner import candidate_groups, candidate_groups_sizes, choose_cut, plan_fusion_sizes
 from tileplan.fusion.search import GroupResult
 from tileplan.fusion.verify import verify_fused
-from tileplan.fusion.ye import FUSED, FUSED_FAMILIES, classify, group_searcher, search_pair
+from tileplan.fusion.ye import FUSED, FUSED_FAMILIES, classify, group_searcher, group_sizes_searcher, search_pair_sizes
 from tileplan.fusion.ye_formulas import PairShape, best_printed_f2l
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, NetworkPlan
@@ -55,6 +55,8 @@ QUICK_FIG6_SIZES_KB = (128,)
 NETWORKS = (("densenet121", "densenet121", 3), ("resnext50", "resnext50", 3), ("alexnet_b3", "alexnet", 3),
             ("alexnet_b1", "alexnet", 1))
 QUICK_NETWORKS = (("alexnet_b1", "alexnet", 1),)
+#: Tasks per network in the full run (each plans its share of the sizes in one process).
+PARTS = {"densenet121": 2}
 CURVES = ("smartshuttle", "fused_only", "hybrid", "superslash", "general")
 _PENALTY = 1e15  # fused-only: a single layer that could be fused costs this much extra in the cut
 DRAM = Objective.DRAM
@@ -123,37 +125,67 @@ def conv_part(network: Network) -> Network:
     return replace(network, layers=layers[:end])
 
 
-def network_point(label: str, zoo_name: str, batch: int, kb: int, *, jobs: int | None, general: bool = True
-                  ) -> Point:
+def network_point(label: str, zoo_name: str, batch: int, kb: int, *, general: bool = True) -> Point:
     """Every curve of Figs. 7 / 9 / 10 / 11 for one network (its convolutional part) and buffer size."""
+    return network_points(label, zoo_name, batch, (kb,), general=general)[0]
+
+
+def network_points(label: str, zoo_name: str, batch: int, sizes: Sequence[int], *, general: bool = True
+                   ) -> list[Point]:
+    """``network_point`` at each buffer size of ``sizes``, in one process: every fused candidate group
+    is searched once for all sizes (``planner.candidate_groups_sizes``), and the single-layer
+    searches share their capacity-independent parts (``search.memo``). ``Point.seconds`` is the
+    time of the whole call split evenly over the sizes."""
     t0 = time.perf_counter()
-    arch = words_arch(kb)
+    archs = [words_arch(kb) for kb in sizes]
     net = conv_part(api.load_network(zoo_name, batch=batch)).with_precision(Precision.uniform(1))
-    base = api.plan(net, arch, strategy="smartshuttle", objective=DRAM, batch=batch, jobs=jobs)
-    ye = candidate_groups(net, arch, DRAM, max_group=2, jobs=jobs or 1, searcher=group_searcher(FUSED))
-    hybrid, cut = _cut_dram(base, ye, arch, fused_only=False)
-    fused, _ = _cut_dram(base, ye, arch, fused_only=True)
+    # SmartShuttle and (for the general planner) every loop order at each size, one after the other:
+    # the second search of a layer reuses the first's feasible tiles (``search.memo``).
+    bases, gbases = [], []
+    for arch in archs:
+        bases.append(api.plan(net, arch, strategy="smartshuttle", objective=DRAM, batch=batch, jobs=1))
+        if general:
+            gbases.append(api.plan(net, arch, strategy="exhaustive", objective=DRAM, batch=batch, jobs=1))
+    yes = candidate_groups_sizes(net, archs, DRAM, max_group=2, sizes_searcher=group_sizes_searcher(FUSED))
     fam = FUSED_FAMILIES["superslash"]
-    ss = candidate_groups(net, arch, DRAM, max_group=fam.max_group, jobs=jobs or 1, searcher=group_searcher(fam.fused))
-    superslash, _ = _cut_dram(base, ss, arch, fused_only=False)
-    dram = {"smartshuttle": network_dram(base), "fused_only": fused, "hybrid": hybrid, "superslash": superslash}
+    sss = candidate_groups_sizes(net, archs, DRAM, max_group=fam.max_group,
+                                 sizes_searcher=group_sizes_searcher(fam.fused))
+    generals: list[float | None] = [None] * len(archs)
     if general:
-        gbase = api.plan(net, arch, strategy="exhaustive", objective=DRAM, batch=batch, jobs=jobs)
-        dram["general"] = network_dram(plan_fusion(net, arch, gbase, DRAM, max_group=4, jobs=jobs or 1))
-    chosen: dict[str, int] = {}
-    pairs = []
-    for s, e in cut:
-        if e - s > 1:
-            group = FusedGroup(tuple(net.layers[s:e]))
-            name = classify(group, ye[(s, e)][0].mapping)
-            chosen[name] = chosen.get(name, 0) + 1
-            pairs.append((name, group, ye[(s, e)][0].mapping))
-    return Point(label, kb, dram, chosen, time.perf_counter() - t0, tuple(pairs))
+        generals = [network_dram(p) for p in plan_fusion_sizes(net, archs, gbases, DRAM, max_group=4)]
+    points = []
+    for kb, arch, base, ye, ss, gen in zip(sizes, archs, bases, yes, sss, generals, strict=True):
+        hybrid, cut = _cut_dram(base, ye, arch, fused_only=False)
+        fused, _ = _cut_dram(base, ye, arch, fused_only=True)
+        superslash, _ = _cut_dram(base, ss, arch, fused_only=False)
+        dram = {"smartshuttle": network_dram(base), "fused_only": fused, "hybrid": hybrid, "superslash": superslash}
+        if gen is not None:
+            dram["general"] = gen
+        chosen: dict[str, int] = {}
+        pairs = []
+        for s, e in cut:
+            if e - s > 1:
+                group = FusedGroup(tuple(net.layers[s:e]))
+                name = classify(group, ye[(s, e)][0].mapping)
+                chosen[name] = chosen.get(name, 0) + 1
+                pairs.append((name, group, ye[(s, e)][0].mapping))
+        points.append(Point(label, kb, dram, chosen, 0.0, tuple(pairs)))
+    seconds = (time.perf_counter() - t0) / len(points)
+    return [replace(p, seconds=seconds) for p in points]
 
 
-def _point_task(task: tuple[str, str, int, int]) -> Point:
-    label, zoo_name, batch, kb = task
-    return network_point(label, zoo_name, batch, kb, jobs=1)
+def _parts(sizes: Sequence[int], parts: int) -> list[tuple[int, ...]]:
+    """``sizes`` dealt round-robin into at most ``parts`` tuples (small and large sizes mixed).
+
+    >>> _parts((32, 64, 96, 128, 192), 2)
+    [(32, 96, 192), (64, 128)]
+    """
+    return [tuple(sizes[i::parts]) for i in range(min(parts, len(sizes)))]
+
+
+def _points_task(task: tuple[str, str, int, tuple[int, ...]]) -> list[Point]:
+    label, zoo_name, batch, sizes = task
+    return network_points(label, zoo_name, batch, sizes)
 
 
 def verify_chosen(point: Point, arch: Arch) -> list[dict[str, Any]]:
@@ -186,12 +218,13 @@ def fig6_rows(c1: int, hw: int, sizes: Sequence[int], *, paper_formulas: bool = 
     """Per buffer size: DRAM elements of each fused strategy, of single-layer ir / wr / pr (both
     layers the same dataflow), SmartShuttle (best per layer), and the printed Eq. 9 minimum."""
     group, layers = fig6_pair(c1, hw)
+    archs = [words_arch(kb) for kb in sizes]
+    fused = {name: search_pair_sizes(group, archs, name) for name in FUSED}  # every size in one pass
     rows = []
-    for kb in sizes:
-        arch = words_arch(kb)
+    for i, (kb, arch) in enumerate(zip(sizes, archs, strict=True)):
         row: dict[str, Any] = {"buffer_kb": kb}
         for name in FUSED:
-            res = search_pair(group, arch, name)
+            res = fused[name][i]
             row[name] = float(res.cost.dram_bytes[0]) if res is not None else float("nan")
         per_layer = {name: [float(run_strategy(name, Problem(x, arch), DRAM).cost.dram_bytes[0]) for x in layers]
                      for name in ORDERS}
@@ -255,14 +288,18 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
                      + ", ".join(f"{kb} KB: {'yes' if w else 'no'}" for kb, w in zip(fig6_sizes, printed_wins,
                                                                                       strict=True)))
     # ---- Figs. 7, 9, 10, 11: whole networks
-    tasks = [(label, zoo_name, batch, kb) for label, zoo_name, batch in (QUICK_NETWORKS if quick else NETWORKS)
-             for kb in sizes]
-    found: dict[int, Point] = {}
-    # One (network, size) point per worker process, each planned sequentially inside.
-    for i, point in run_parallel(_point_task, tasks, jobs=max(1, jobs or os.cpu_count() or 1)):
-        found[i] = point
-        log(f"{point.network} at {point.kb} K words: {point.seconds:.1f} s ({len(found)}/{len(tasks)})")
-    points = [found[i] for i in range(len(tasks))]
+    # One task per network and part of the sizes (a worker process plans its sizes together, sharing
+    # the fused searches); DenseNet-121, the heaviest, is cut in parts so both cores stay busy.
+    tasks = [(label, zoo_name, batch, part) for label, zoo_name, batch in (QUICK_NETWORKS if quick else NETWORKS)
+             for part in _parts(sizes, PARTS.get(label, 1))]
+    found: dict[int, list[Point]] = {}
+    for i, part_points in run_parallel(_points_task, tasks, jobs=max(1, jobs or os.cpu_count() or 1)):
+        found[i] = part_points
+        for point in part_points:
+            log(f"{point.network} at {point.kb} K words: {point.seconds:.1f} s")
+        log(f"{len(found)}/{len(tasks)} tasks done")
+    by_key = {(p.network, p.kb): p for part_points in found.values() for p in part_points}
+    points = [by_key[(label, kb)] for label, _, _ in (QUICK_NETWORKS if quick else NETWORKS) for kb in sizes]
     rows = [{"network": p.network, "buffer_kb": p.kb, **p.dram, "hybrid_pairs": " ".join(
         f"{k}:{v}" for k, v in sorted(p.chosen.items())), "seconds": round(p.seconds, 2)} for p in points]
     res.table("networks", rows)

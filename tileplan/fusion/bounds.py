@@ -45,6 +45,10 @@ class Bounds:
     latency: np.ndarray
     dram_bytes: np.ndarray
 
+    def take(self, rows: np.ndarray) -> Bounds:
+        """The bounds of the candidates at positions ``rows``."""
+        return Bounds(self.primary[rows], self.latency[rows], self.dram_bytes[rows])
+
     def beaten(self, obj: Objective, best: tuple[float, ...]) -> np.ndarray:
         """(n,) True where a candidate provably cannot beat nor tie ``best``, the winner's key tuple
         (``obj.key`` then ``obj.tie_keys``: latency, DRAM bytes, energy, bursts): its objective
@@ -59,13 +63,31 @@ class Bounds:
         return out
 
 
-def candidate_bound(gm: GroupModel, sel: Selection, obj: Objective, choice: Choice) -> Bounds:
-    """Bounds of ``obj`` for the candidates ``sel`` (feasible or not)."""
+def candidate_bound(gm: GroupModel, sel: Selection, obj: Objective, choice: Choice,
+                    against: list[tuple[np.ndarray, tuple[float, ...]]] | None = None) -> Bounds:
+    """Bounds of ``obj`` for the candidates ``sel`` (feasible or not).
+
+    ``against`` (objective DRAM only): the ``Bounds.beaten`` tests the caller will make, as
+    (positions in ``sel``, best key) pairs; the latency bound (compute cycles, the costly part) is
+    then computed only where one of those tests reads it -- the near-ties of the DRAM bytes -- and
+    is NaN elsewhere, which changes none of those tests' answers."""
     arch = gm.arch
     read, write, bursts = traffic(gm, sel, choice)
     total = read[:, 0] + read[:, 1] + read[:, 2] + write
     dram_cycles = total / arch.dram_bytes_per_cycle + (bursts[:, 0] + bursts[:, 1] + bursts[:, 2]) * \
         arch.burst_latency_cycles
+    if against is not None and obj is Objective.DRAM:
+        wanted = np.zeros(sel.n, dtype=bool)
+        for pos, best in against:
+            d = total[pos]
+            wanted[pos[(d <= best[0] * (1 + SLACK)) & (d >= best[2])]] = True
+        latency = np.full(sel.n, np.nan)
+        where = np.flatnonzero(wanted)
+        if len(where):
+            part = Selection(gm, where if sel.index is None else sel.index[where])
+            cycles, _ = compute(gm, part, choice)
+            latency[where] = np.maximum(cycles, dram_cycles[where]) if arch.overlap else cycles + dram_cycles[where]
+        return Bounds(total.astype(np.float64), latency, total)
     cycles, _ = compute(gm, sel, choice)
     latency = np.maximum(cycles, dram_cycles) if arch.overlap else cycles + dram_cycles
     energy = np.zeros(sel.n)

@@ -34,6 +34,7 @@ from tileplan.cost.problem import Problem
 from tileplan.dims import Dim
 from tileplan.fusion.group import FusedGroup, Overlap
 from tileplan.fusion.propagate import AxisGeom, AxisTiles, histogram, propagate
+from tileplan.search.memo import capacity_free_key, memo
 from tileplan.search.space import spatial_options
 
 T = TypeVar("T")
@@ -146,6 +147,19 @@ class GroupModel:
         other.problems = [Problem(layer, a) for layer, a in zip(self.layers, archs, strict=True)]
         other._cache = {k: v for k, v in self._cache.items() if k[0] not in ("unroll", "compute")}
         other._memo = {k: v for k, v in self._memo.items() if k[0] not in ("compute", "scal", "min_compute")}
+        return other
+
+    def at_capacity(self, group: FusedGroup, arch: Arch) -> GroupModel:
+        """This model for ``group`` (the same signature: layer shapes and DRAM side inputs) on
+        ``arch``, which may differ from ``self.arch`` only in its memories' sizes (and name):
+        everything memoised is shared, since
+        nothing this model computes reads the capacity (only ``assemble.fits`` and the search's
+        feasibility test do, on the returned model's ``problems``)."""
+        other = copy.copy(self)
+        other.group = group
+        other.arch = arch
+        other.problems = [Problem(layer, arch) for layer in group.layers]
+        other.layers = [p.layer for p in other.problems]
         return other
 
     def cached(self, key: tuple[object, ...], make: Callable[[], np.ndarray]) -> np.ndarray:
@@ -353,3 +367,11 @@ class GroupModel:
                     matrix = matrix * _ceil(np.outer(ep, eq) * x, lanes)
                 total += self._part_steps(m, ext, count, u) * self.grid(hr, hq, matrix)
         return np.ceil(total * prob.op_factor / self.arch.pe_array.macs_per_pe_per_cycle)
+
+
+def shared_model(group: FusedGroup, arch: Arch) -> GroupModel:
+    """A ``GroupModel`` of ``group`` on ``arch`` over every tile size, sharing what it memoises with
+    every earlier one of the same layer shapes on the same accelerator at any on-chip capacity
+    (``search.memo``; ``GroupModel.at_capacity``). Its costs are those of a fresh model."""
+    key = ("group_model", group.signature(), capacity_free_key(arch))
+    return memo(key, lambda: GroupModel(group, arch)).at_capacity(group, arch)

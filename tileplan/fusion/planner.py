@@ -18,14 +18,14 @@ so a fused plan is never worse than the unfused one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from tileplan.arch.spec import Arch
 from tileplan.fusion.group import FusedGroup, chain_error
 from tileplan.fusion.plan import FusionPlan, GroupPlan, sum_costs
-from tileplan.fusion.search import GroupResult, search_group
+from tileplan.fusion.search import GroupResult, search_group_sizes
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, NetworkPlan
 from tileplan.search.objective import Objective
@@ -41,9 +41,19 @@ def _vector(cost: LayerCost) -> np.ndarray:
     return np.array([cost.latency_cycles, cost.energy_pj, cost.dram_bytes])
 
 
-def _search(args: tuple[FusedGroup, Arch, Objective, GroupSearch | None]) -> GroupResult | None:
-    group, arch, objective, searcher = args
-    return (searcher or search_group)(group, arch, objective)
+#: How one candidate group is searched at several accelerators differing only in capacity, one
+#: result per accelerator (default ``search_group_sizes``; ``fusion.ye.group_sizes_searcher``).
+SizesSearch = Callable[[FusedGroup, Sequence[Arch], Objective], "list[GroupResult | None]"]
+
+
+def _search(args: tuple[FusedGroup, Sequence[Arch], Objective, GroupSearch | None, SizesSearch | None]
+            ) -> list[GroupResult | None]:
+    group, archs, objective, searcher, sizes_searcher = args
+    if sizes_searcher is not None:
+        return sizes_searcher(group, archs, objective)
+    if searcher is not None:
+        return [searcher(group, arch, objective) for arch in archs]
+    return search_group_sizes(group, archs, objective)
 
 
 def candidate_groups(network: Network, arch: Arch, objective: Objective, *, max_group: int = 4,
@@ -57,7 +67,19 @@ def candidate_groups(network: Network, arch: Arch, objective: Objective, *, max_
     adds and concats may join groups (their other inputs read from DRAM); by default only with the
     general search (``searcher`` None) -- the papers' restricted searches fuse windowed chains.
     """
-    merge = searcher is None if merges is None else merges
+    return candidate_groups_sizes(network, [arch], objective, max_group=max_group, every_start=every_start,
+                                  jobs=jobs, progress=progress, searcher=searcher, merges=merges)[0]
+
+
+def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: Objective, *, max_group: int = 4,
+                           every_start: bool = True, jobs: int = 1, progress: Progress | None = None,
+                           searcher: GroupSearch | None = None, sizes_searcher: SizesSearch | None = None,
+                           merges: bool | None = None) -> list[dict[tuple[int, int], tuple[GroupResult, str | None]]]:
+    """``candidate_groups`` for each of ``archs`` (accelerators that differ only in on-chip capacity),
+    every distinct chain searched once for all of them (``sizes_searcher``, default
+    ``search_group_sizes``; a one-accelerator ``searcher`` is run per accelerator). ``merges`` by
+    default only with the general search (neither searcher given)."""
+    merge = (searcher is None and sizes_searcher is None) if merges is None else merges
     layers = network.layers
     n = len(layers)
     owner: dict[tuple[object, ...], str] = {}
@@ -76,27 +98,30 @@ def candidate_groups(network: Network, arch: Arch, objective: Objective, *, max_
                 owner[key] = group.name
                 groups[key] = group
                 todo.append(key)
-    args = [(groups[key], arch, objective, searcher) for key in todo]
-    results: dict[tuple[object, ...], GroupResult | None] = {}
+    args = [(groups[key], list(archs), objective, searcher, sizes_searcher) for key in todo]
+    results: dict[tuple[object, ...], list[GroupResult | None]] = {}
     for done, (i, res) in enumerate(run_parallel(_search, args, jobs=max(1, jobs)), start=1):
         results[todo[i]] = res
         if progress:
             progress(done, len(todo), owner[todo[i]])
-    found: dict[tuple[int, int], tuple[GroupResult, str | None]] = {}
-    start = 0
-    while start < n - 1:
-        end = start + 2
-        while (start, end) in chains:
-            result = results[chains[(start, end)]]
-            if result is None:
-                break
-            name = "+".join(x.name for x in layers[start:end])
-            key_owner = owner[chains[(start, end)]]
-            found[(start, end)] = (result, None if key_owner == name else key_owner)
-            end += 1
-        # HW-Flow-Fusion restarts from the first layer that could not join (``end - 1``).
-        start = start + 1 if every_start else max(start + 1, end - 1)
-    return found
+    out = []
+    for a in range(len(archs)):
+        found: dict[tuple[int, int], tuple[GroupResult, str | None]] = {}
+        start = 0
+        while start < n - 1:
+            end = start + 2
+            while (start, end) in chains:
+                result = results[chains[(start, end)]][a]
+                if result is None:
+                    break
+                name = "+".join(x.name for x in layers[start:end])
+                key_owner = owner[chains[(start, end)]]
+                found[(start, end)] = (result, None if key_owner == name else key_owner)
+                end += 1
+            # HW-Flow-Fusion restarts from the first layer that could not join (``end - 1``).
+            start = start + 1 if every_start else max(start + 1, end - 1)
+        out.append(found)
+    return out
 
 
 def _dp(singles: list[np.ndarray], groups: dict[tuple[int, int], np.ndarray], weights: np.ndarray
@@ -160,6 +185,26 @@ def plan_fusion(network: Network, arch: Arch, base: NetworkPlan, objective: Obje
     obj = Objective(objective)
     found = candidate_groups(network, arch, obj, max_group=max_group, every_start=every_start, jobs=jobs,
                              progress=progress, searcher=searcher)
+    return _plan(network, arch, base, obj, found, max_group, every_start)
+
+
+def plan_fusion_sizes(network: Network, archs: Sequence[Arch], bases: Sequence[NetworkPlan],
+                      objective: Objective | str, *, max_group: int = 4, every_start: bool = True, jobs: int = 1,
+                      progress: Progress | None = None) -> list[FusionPlan]:
+    """``plan_fusion`` at each of ``archs`` (accelerators that differ only in on-chip capacity, with
+    their unfused plans ``bases``), each candidate group searched once for all of them
+    (``candidate_groups_sizes``): the plans are those ``plan_fusion`` makes one by one."""
+    obj = Objective(objective)
+    founds = candidate_groups_sizes(network, archs, obj, max_group=max_group, every_start=every_start, jobs=jobs,
+                                    progress=progress)
+    return [_plan(network, arch, base, obj, found, max_group, every_start)
+            for arch, base, found in zip(archs, bases, founds, strict=True)]
+
+
+def _plan(network: Network, arch: Arch, base: NetworkPlan, obj: Objective,
+          found: dict[tuple[int, int], tuple[GroupResult, str | None]], max_group: int, every_start: bool
+          ) -> FusionPlan:
+    """The plan from the candidate groups ``found``: the cut and its groups, and the search's totals."""
     singles = [_vector(lp.cost) for lp in base.layers]
     costs = {seg: LayerCost.from_batch(res.cost, 0, arch.dram_bytes_per_cycle) for seg, (res, _) in found.items()}
     cut = choose_cut(obj, singles, {seg: _vector(c) for seg, c in costs.items()})

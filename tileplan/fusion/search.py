@@ -12,6 +12,7 @@ only that layer's compute cycles, and every objective grows with both).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
 from typing import Any
@@ -22,8 +23,9 @@ from tileplan.arch.spec import Arch
 from tileplan.cost.batch import CostBatch
 from tileplan.fusion.assemble import Choice, assemble, footprint, weight_footprint
 from tileplan.fusion.bounds import SLACK, candidate_bound, config_bound
-from tileplan.fusion.cost import GroupModel, Selection
+from tileplan.fusion.cost import FusedCost, GroupModel, Selection, shared_model
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
+from tileplan.search.memo import capacity_free_key
 from tileplan.search.objective import Objective, best_index
 
 
@@ -110,21 +112,62 @@ def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Obj
     key; only the rest is fully costed. Choices are still visited in the same order and a
     later one replaces the best only when strictly better, so the mapping found is the unpruned one.
     """
+    return search_group_sizes(group, [arch], objective, overlaps=overlaps, residencies=residencies, chunks=chunks,
+                              tile_ks=tile_ks, gm=gm, outers=outers, prune=prune)[0]
+
+
+@dataclass
+class _Track:
+    """One capacity's search state in ``search_group_sizes``: what ``search_group`` keeps."""
+
+    capacity: np.ndarray
+    best_key: tuple[float, ...] | None = None
+    best: tuple[FusedMapping, CostBatch, int, int] | None = None
+    evaluated: int = 0
+    skipped: int = 0
+
+
+def search_group_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Objective | str = Objective.LATENCY,
+                       *, overlaps: tuple[Overlap, ...] = (Overlap.RECOMPUTE, Overlap.REUSE),
+                       residencies: list[tuple[bool, ...]] | None = None,
+                       chunks: list[tuple[int, ...]] | None = None,
+                       tile_ks: list[int] | None = None,
+                       gm: GroupModel | None = None, outers: tuple[bool, ...] = (False, True),
+                       prune: bool = True) -> list[GroupResult | None]:
+    """``search_group`` for each of ``archs``, accelerators that differ only in their memories'
+    sizes (and names), in one pass: the discrete choices are visited once, and each candidate's
+    footprint, bounds and costs are computed once for all sizes (none of them reads the capacity);
+    per size, which candidates fit, the pruning and the best-so-far follow ``search_group`` exactly,
+    so every result is the one ``search_group(group, archs[i], ...)`` returns (``tests``).
+
+    Sizes whose capacities are not all below one of them (several memories growing differently),
+    and ``prune=False``, are searched one by one. ``gm`` (restricted tile sizes, resource shares)
+    is the model of ``archs[0]`` and only allowed with one accelerator."""
     start = time.perf_counter()
     obj = Objective(objective)
-    gm = gm or GroupModel(group, arch)
+    if not archs:
+        return []
+    key0 = capacity_free_key(archs[0])
+    if any(capacity_free_key(a) != key0 for a in archs[1:]):
+        raise ValueError("search_group_sizes: the accelerators differ in more than their memories' sizes")
+    caps = [np.array([m.size_bytes for m in a.memories], dtype=np.float64) for a in archs]
+    top = max(range(len(archs)), key=lambda i: (float(caps[i].sum()), -i))
+    if gm is not None and len(archs) > 1:
+        raise ValueError("search_group_sizes: a given model (gm) is for one accelerator")
+    if len(archs) > 1 and (not prune or any(np.any(c > caps[top]) for c in caps)):
+        return [search_group_sizes(group, [a], obj, overlaps=overlaps, residencies=residencies, chunks=chunks,
+                                   tile_ks=tile_ks, outers=outers, prune=prune)[0] for a in archs]
+    gm = gm or shared_model(group, archs[top])
     nl = len(group)
     has_w = [layer.has_weights for layer in gm.layers]
     if residencies is None:
         residencies = [tuple(r) for r in product((True, False), repeat=nl)
                        if all(has or keep for has, keep in zip(has_w, r, strict=True))]
-    best_key: tuple[float, ...] | None = None
-    best: tuple[FusedMapping, CostBatch, int, int] | None = None
-    evaluated = screened = configs = skipped = 0
+    tracks = [_Track(c) for c in caps]
+    screened = configs = 0
     everything = Selection(gm)
     unroll_space = float(np.prod([len(gm.unroll_options(m)) for m in range(nl)]))
-    double = 2 if arch.double_buffering else 1
-    capacity = gm.problems[0].capacity_bytes.astype(np.float64)
+    double = 2 if archs[0].double_buffering else 1
     for tile_n in range(1, gm.layers[-1].n + 1):
         for overlap in overlaps:
             for chunk in chunk_options(group) if chunks is None else chunks:
@@ -132,48 +175,112 @@ def search_group(group: FusedGroup, arch: Arch, objective: Objective | str = Obj
                                               if tile_ks is None or k in tile_ks], outers):
                     if outer and (nl != 2 or chunk[0] >= gm.layers[0].k_out or tile_k < gm.layers[-1].k_out):
                         continue
-                    room: np.ndarray | None = None  # on-chip bytes left for the weights, per candidate and memory
+                    need: np.ndarray | None = None  # on-chip bytes without the weights, per candidate and memory
                     for resident in residencies:
                         if outer and any(r and has for r, has in zip(resident, has_w, strict=True)):
                             continue
                         choice = Choice(tile_n, tile_k, overlap, resident, chunk, outer)
                         configs += 1
                         screened += gm.n
-                        index: np.ndarray | None = None
-                        if prune:
-                            if room is None:  # the footprint without weights does not depend on ``resident``
-                                held, dbl, _, _ = footprint(gm, everything, choice, weights=False)
-                                room = capacity[None, :] - (held + double * dbl)
-                            index = np.flatnonzero(np.all(room >= double * weight_footprint(gm, choice), axis=1))
+                        if not prune:
+                            _visit(gm, obj, choice, tracks[0], None)
+                            continue
+                        if need is None:  # the footprint without weights does not depend on ``resident``
+                            held, dbl, _, _ = footprint(gm, everything, choice, weights=False)
+                            need = held + double * dbl
+                        wfp = double * weight_footprint(gm, choice)
+                        # Integral byte counts in float64: ``cap - need >= wfp`` is exact.
+                        fit_top = np.all(caps[top][None, :] - need >= wfp, axis=1)
+                        if not fit_top.any():
+                            continue  # nothing fits the largest capacity, so none
+                        bound: float | None = None
+                        todo: list[tuple[_Track, np.ndarray]] = []
+                        for t in tracks:
+                            fit = fit_top if t.capacity is caps[top] else \
+                                np.all(t.capacity[None, :] - need >= wfp, axis=1)
+                            index = np.flatnonzero(fit)
                             if not len(index):
                                 continue
-                            if best_key is not None:
-                                if config_bound(gm, obj, choice) > best_key[0] * (1 + SLACK):
-                                    skipped += 1
+                            if t.best_key is not None:
+                                if bound is None:
+                                    bound = config_bound(gm, obj, choice)
+                                if bound > t.best_key[0] * (1 + SLACK):
+                                    t.skipped += 1
                                     continue
-                                bounds = candidate_bound(gm, Selection(gm, index), obj, choice)
-                                index = index[~bounds.beaten(obj, best_key)]
-                                if not len(index):
-                                    continue
-                        fc, picks = assemble(gm, tile_n=tile_n, tile_k=tile_k, overlap=overlap, resident=resident,
-                                             chunk=chunk, chunk_outer=outer, index=index)
-                        evaluated += len(fc.executed_macs)
-                        i = _best(obj, fc.cost)
-                        if i < 0:
-                            continue
-                        key = tuple(float(k[i]) for k in [obj.key(fc.cost), *obj.tie_keys(fc.cost)])
-                        if best_key is None or key < best_key:
-                            ip, iq = divmod(i if index is None else int(index[i]), gm.shape[1])
-                            unroll = tuple(tuple(int(x) for x in gm.unroll_options(m)[picks[m][i]])
-                                           for m in range(nl))
-                            mapping = FusedMapping(tile_n, int(gm.rows.tiles[ip]), int(gm.cols.tiles[iq]), tile_k,
-                                                   overlap, Direction.COLS if fc.direction[i] else Direction.ROWS,
-                                                   resident, chunk, unroll, outer)
-                            best_key = key
-                            best = (mapping, fc.cost.take(i), int(fc.executed_macs[i]), int(fc.reuse_bytes[i]))
-    if best is None:
-        return None
-    mapping, cost, executed, reuse = best
+                            todo.append((t, index))
+                        bounded = [(t, index) for t, index in todo if t.best_key is not None]
+                        if bounded:
+                            union = _union(gm.n, [index for _, index in bounded])
+                            bounds = candidate_bound(gm, Selection(gm, union), obj, choice,
+                                                     [(np.searchsorted(union, index), t.best_key)
+                                                      for t, index in bounded if t.best_key is not None])
+                            for j, (t, index) in enumerate(todo):
+                                if t.best_key is not None:
+                                    beaten = bounds.take(np.searchsorted(union, index)).beaten(obj, t.best_key)
+                                    todo[j] = (t, index[~beaten])
+                        todo = [(t, index) for t, index in todo if len(index)]
+                        if todo:
+                            _visit_many(gm, obj, choice, todo)
+    seconds = (time.perf_counter() - start) / len(archs)
     space = float(configs) * gm.n * 2 * unroll_space
-    return GroupResult(group, mapping, cost, executed, reuse, evaluated, space, time.perf_counter() - start,
-                       screened, configs, skipped)
+    out: list[GroupResult | None] = []
+    for t in tracks:
+        if t.best is None:
+            out.append(None)
+            continue
+        mapping, cost, executed, reuse = t.best
+        out.append(GroupResult(group, mapping, cost, executed, reuse, t.evaluated, space, seconds, screened, configs,
+                               t.skipped))
+    return out
+
+
+def _union(n: int, indices: list[np.ndarray]) -> np.ndarray:
+    """The ascending union of index arrays into ``range(n)``."""
+    if len(indices) == 1:
+        return indices[0]
+    mask = np.zeros(n, dtype=bool)
+    for index in indices:
+        mask[index] = True
+    return np.flatnonzero(mask)
+
+
+def _visit(gm: GroupModel, obj: Objective, choice: Choice, t: _Track, index: np.ndarray | None) -> None:
+    """Cost the candidates ``index`` (all: None) of one discrete choice and keep the best if it is
+    strictly better than ``t``'s (``search_group``'s rule)."""
+    fc, picks = assemble(gm, tile_n=choice.tile_n, tile_k=choice.tile_k, overlap=choice.overlap,
+                         resident=choice.resident, chunk=choice.chunk, chunk_outer=choice.chunk_outer, index=index)
+    _offer(gm, obj, choice, t, fc, obj.key(fc.cost), picks, index, np.arange(len(fc.executed_macs)))
+
+
+def _visit_many(gm: GroupModel, obj: Objective, choice: Choice, todo: list[tuple[_Track, np.ndarray]]) -> None:
+    """``_visit`` for several capacities at once: one assembly of the union of their candidates
+    (values on a subset are exactly the full ones taken at it: ``Selection``)."""
+    union = _union(gm.n, [index for _, index in todo])
+    fc, picks = assemble(gm, tile_n=choice.tile_n, tile_k=choice.tile_k, overlap=choice.overlap,
+                         resident=choice.resident, chunk=choice.chunk, chunk_outer=choice.chunk_outer, index=union)
+    keys = obj.key(fc.cost)
+    for t, index in todo:
+        _offer(gm, obj, choice, t, fc, keys, picks, index, np.searchsorted(union, index))
+
+
+def _offer(gm: GroupModel, obj: Objective, choice: Choice, t: _Track, fc: FusedCost, keys: np.ndarray,
+           picks: list[np.ndarray], index: np.ndarray | None, rows: np.ndarray) -> None:
+    """Keep the best of the assembled rows ``rows`` (candidates ``index``; ``keys`` the objective of
+    every assembled row) if strictly better than ``t``'s best: ``_best`` then the key comparison,
+    skipped when the rows' least objective already exceeds the best's."""
+    t.evaluated += len(rows)
+    low = float(keys[rows].min())
+    if not np.isfinite(low) or (t.best_key is not None and low > t.best_key[0]):
+        return
+    cost = fc.cost if len(rows) == len(fc.executed_macs) else fc.cost.take(rows)
+    i = _best(obj, cost)
+    key = tuple(float(k[i]) for k in [obj.key(cost), *obj.tie_keys(cost)])
+    if t.best_key is None or key < t.best_key:
+        r = int(rows[i])
+        ip, iq = divmod(r if index is None else int(index[i]), gm.shape[1])
+        unroll = tuple(tuple(int(x) for x in gm.unroll_options(m)[picks[m][r]]) for m in range(len(gm.layers)))
+        mapping = FusedMapping(choice.tile_n, int(gm.rows.tiles[ip]), int(gm.cols.tiles[iq]), choice.tile_k,
+                               choice.overlap, Direction.COLS if fc.direction[r] else Direction.ROWS,
+                               choice.resident, choice.chunk, unroll, choice.chunk_outer)
+        t.best_key = key
+        t.best = (mapping, cost.take(i), int(fc.executed_macs[r]), int(fc.reuse_bytes[r]))

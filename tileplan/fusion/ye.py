@@ -37,13 +37,13 @@ ir in the second (its filters stream over the on-chip intermediate tile); no gro
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
 from tileplan.arch.spec import Arch
 from tileplan.fusion.group import FusedGroup, FusedMapping, Overlap
-from tileplan.fusion.search import GroupResult, chunk_options, search_group
+from tileplan.fusion.search import GroupResult, chunk_options, search_group_sizes
 from tileplan.search.objective import Objective
 
 #: Ye et al.'s fused two-layer strategies, in the paper's order.
@@ -96,11 +96,18 @@ def restriction(name: str, group: FusedGroup) -> Restriction | None:
 def search_pair(group: FusedGroup, arch: Arch, name: str, objective: Objective | str = Objective.DRAM
                 ) -> GroupResult | None:
     """Best mapping of the pair under strategy ``name`` (``None``: not applicable or nothing fits)."""
+    return search_pair_sizes(group, [arch], name, objective)[0]
+
+
+def search_pair_sizes(group: FusedGroup, archs: Sequence[Arch], name: str,
+                      objective: Objective | str = Objective.DRAM) -> list[GroupResult | None]:
+    """``search_pair`` at each of ``archs`` (differing only in capacity), in one pass
+    (``search_group_sizes``)."""
     r = restriction(name, group)
     if r is None:
-        return None
-    return search_group(group, arch, objective, overlaps=(Overlap.RECOMPUTE,), residencies=r.residencies,
-                        chunks=r.chunks, outers=r.outers, tile_ks=[group.last.k_out])
+        return [None] * len(archs)
+    return search_group_sizes(group, archs, objective, overlaps=(Overlap.RECOMPUTE,), residencies=r.residencies,
+                              chunks=r.chunks, outers=r.outers, tile_ks=[group.last.k_out])
 
 
 def _key(obj: Objective, res: GroupResult) -> tuple[float, float]:
@@ -110,11 +117,20 @@ def _key(obj: Objective, res: GroupResult) -> tuple[float, float]:
 def search_f2l(group: FusedGroup, arch: Arch, objective: Objective | str = Objective.DRAM,
                strategies: tuple[str, ...] = FUSED) -> tuple[str, GroupResult] | None:
     """Eq. 9: the best of Ye et al.'s fused strategies for the pair (name and result)."""
+    return search_f2l_sizes(group, [arch], objective, strategies)[0]
+
+
+def search_f2l_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Objective | str = Objective.DRAM,
+                     strategies: tuple[str, ...] = FUSED) -> list[tuple[str, GroupResult] | None]:
+    """``search_f2l`` at each of ``archs`` (differing only in capacity), each strategy searched once
+    for all of them."""
     obj = Objective(objective)
-    found = [(name, res) for name in strategies if (res := search_pair(group, arch, name, obj)) is not None]
-    if not found:
-        return None
-    return min(found, key=lambda item: _key(obj, item[1]))
+    per_name = {name: search_pair_sizes(group, archs, name, obj) for name in strategies}
+    out: list[tuple[str, GroupResult] | None] = []
+    for a in range(len(archs)):
+        found = [(name, res) for name in strategies if (res := per_name[name][a]) is not None]
+        out.append(min(found, key=lambda item: _key(obj, item[1])) if found else None)
+    return out
 
 
 def _search_only(group: FusedGroup, arch: Arch, objective: Objective, *, strategies: tuple[str, ...]
@@ -123,12 +139,21 @@ def _search_only(group: FusedGroup, arch: Arch, objective: Objective, *, strateg
     return None if best is None else best[1]
 
 
+def _search_only_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Objective, *,
+                       strategies: tuple[str, ...]) -> list[GroupResult | None]:
+    return [None if best is None else best[1] for best in search_f2l_sizes(group, archs, objective, strategies)]
+
+
 def group_searcher(strategies: tuple[str, ...]) -> Callable[[FusedGroup, Arch, Objective], GroupResult | None]:
     """A ``search_group`` replacement for the network planner that searches only ``strategies``
     (picklable, so the planner may run it in worker processes)."""
     return partial(_search_only, strategies=strategies)
 
 
+def group_sizes_searcher(strategies: tuple[str, ...]
+                         ) -> Callable[[FusedGroup, Sequence[Arch], Objective], list[GroupResult | None]]:
+    """``group_searcher`` at several capacities in one pass (``planner.candidate_groups_sizes``)."""
+    return partial(_search_only_sizes, strategies=strategies)
 
 
 @dataclass(frozen=True)
@@ -172,4 +197,4 @@ def classify(group: FusedGroup, mapping: FusedMapping) -> str:
 
 
 __all__ = ["FUSED", "FUSED_FAMILIES", "FusedFamily", "Restriction", "cardinality", "classify", "group_searcher",
-           "restriction", "search_f2l", "search_pair"]
+           "group_sizes_searcher", "restriction", "search_f2l", "search_f2l_sizes", "search_pair", "search_pair_sizes"]

@@ -6,6 +6,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -16,10 +17,19 @@ from tileplan.cost.problem import CoreGrid, Problem, SplitSlices, input_extent
 from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
 from tileplan.mapping import Mapping
 from tileplan.search.bounds import min_dram_bytes
+from tileplan.search.memo import capacity_free_key, memo
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.result import SearchResult
 from tileplan.search.shared import SharedBest
-from tileplan.search.space import TileGroup, class_orders, feasible_product, spatial_options, split_options, tile_groups
+from tileplan.search.space import (
+    TileGroup,
+    class_orders,
+    feasible_product,
+    layer_group_cache,
+    spatial_options,
+    split_options,
+    tile_groups,
+)
 
 Progress = Callable[[int, int], None]
 
@@ -85,6 +95,13 @@ def _count_compulsory(problem: Problem, offset: tuple[int, ...], length: tuple[i
     # R and S are never split: a core reads the input window of its P and Q slices.
     extents = [input_extent(problem, 0, offset[Dim.P], L[Dim.P]), input_extent(problem, 1, offset[Dim.Q], L[Dim.Q])]
     return L[Dim.N] * L[Dim.G] * L[Dim.C] * extents[0] * extents[1] * problem.layer.input_count
+
+
+def _feasible_tiles(problem: Problem, groups: list[TileGroup]) -> np.ndarray:
+    """``space.feasible_product``, read-only (it is memoised and shared)."""
+    tiles = feasible_product(problem, groups)
+    tiles.flags.writeable = False
+    return tiles
 
 
 def best_unroll(problem: Problem, grid: CoreGrid, tiles: np.ndarray, options: np.ndarray, *,
@@ -212,8 +229,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     searched = 0
     space = 0.0
     n_orders = math.factorial(NDIMS)
-    group_cache: dict[tuple[object, ...], TileGroup] = {}
-    uopt_cache: dict[tuple[int, ...], np.ndarray] = {}
+    group_cache = layer_group_cache(problem)
 
     def pruned(bound: float) -> bool:
         if best_key is not None and bound >= best_key[0]:
@@ -224,9 +240,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
         if rank % part[1] != part[0]:
             continue
         max_length = slices[s].max_length
-        if max_length not in uopt_cache:
-            uopt_cache[max_length] = spatial_options(problem, max_length)
-        uopts = uopt_cache[max_length]
+        uopts = spatial_options(problem, max_length)
         space += float(np.prod([float(x) for x in max_length])) * n_orders * len(uopts)
         if progress:
             progress(rank, len(splits))
@@ -236,7 +250,9 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
         searched += 1
         grid = problem.core_grid(*splits[s])
         groups = tile_groups(problem, grid, uopts, group_cache)
-        tiles = feasible_product(problem, groups)
+        tiles = memo(("feasible_product", problem.layer.signature(), capacity_free_key(problem.arch),
+                      tuple(int(c) for c in problem.capacity_bytes), splits[s]),
+                     partial(_feasible_tiles, problem, groups))
         for start in range(0, len(tiles), chunk):
             t = tiles[start:start + chunk]
             n = len(t)

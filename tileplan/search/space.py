@@ -29,6 +29,7 @@ from tileplan.cost.tables import halo_table, plain_bursts
 from tileplan.dims import DIMS, NDIMS, OPERANDS, RELEVANT, Dim, Operand
 from tileplan.mapping import DEFAULT_LAYOUTS
 from tileplan.search import tile_product
+from tileplan.search.memo import capacity_free_key, memo
 
 _IRRELEVANT = {op: [d for d in DIMS if d not in RELEVANT[op]] for op in OPERANDS}
 
@@ -80,7 +81,13 @@ def split_options(problem: Problem) -> list[tuple[tuple[int, ...], tuple[int, ..
 
 def spatial_options(problem: Problem, max_len: tuple[int, ...]) -> np.ndarray:
     """(options, 8) unroll factors: every combination of maximal unroll tuples of the unrolled axes
-    (a dimension on at most one axis)."""
+    (a dimension on at most one axis). Memoised per PE array, lanes and lengths (``search.memo``);
+    the array is read-only."""
+    key = ("spatial_options", capacity_free_key(problem.arch), tuple(problem.lanes), tuple(int(x) for x in max_len))
+    return memo(key, lambda: _spatial_options(problem, max_len))
+
+
+def _spatial_options(problem: Problem, max_len: tuple[int, ...]) -> np.ndarray:
     per_axis: list[list[dict[Dim, int]]] = []
     for axis, lanes in zip(problem.arch.pe_array.axes, problem.lanes, strict=True):
         if axis.mode is AxisMode.FLATTENED:
@@ -109,7 +116,9 @@ def spatial_options(problem: Problem, max_len: tuple[int, ...]) -> np.ndarray:
     # Drop options dominated component-wise by another option.
     arr = np.array(unique, dtype=np.int64)
     keep = [i for i in range(len(arr)) if not np.any(np.all(arr >= arr[i], axis=1) & np.any(arr > arr[i], axis=1))]
-    return arr[keep]
+    out = arr[keep]
+    out.flags.writeable = False
+    return out
 
 
 def _maximal_tuples(dims: tuple[Dim, ...], lanes: int, max_len: tuple[int, ...]) -> list[dict[Dim, int]]:
@@ -189,6 +198,12 @@ def _compute_features(problem: Problem, dims: tuple[Dim, ...], ext: dict[Dim, li
             if u > 1:
                 out.append(sum(cnt * (-(-size // u)) for size, cnt in ext[d]))
     return out
+
+
+def layer_group_cache(problem: Problem) -> dict[tuple[object, ...], TileGroup]:
+    """The ``tile_groups`` cache shared by every search of this layer on this accelerator at any
+    on-chip capacity (tile candidates, their features and dominators never read the capacity)."""
+    return memo(("tile_groups", problem.layer.signature(), capacity_free_key(problem.arch)), dict)
 
 
 def tile_groups(problem: Problem, grid: CoreGrid, unroll_options: np.ndarray,
