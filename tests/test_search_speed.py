@@ -89,3 +89,19 @@ def test_compiled_product_equals_the_vectorised_one(problem: Problem) -> None:
         slow = space.feasible_product(problem, groups, compiled=False)
         fast = space.feasible_product(problem, groups, compiled=True)
         assert slow.shape == fast.shape and np.array_equal(slow, fast)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 6), st.integers(1, 5), st.integers(0, 2**31))
+def test_compiled_front_equals_the_vectorised_one(rows: int, width: int, top: int, seed: int) -> None:
+    """The compiled Pareto front keeps exactly the rows the vectorised loop keeps (ties, duplicates
+    and classes included)."""
+    from tileplan.search.space import _pareto
+
+    rng = np.random.default_rng(seed)
+    features = rng.integers(0, top + 1, size=(rows, width))
+    classes = rng.integers(0, 2, size=(rows, 1))
+    slow = _pareto(features, classes, compiled=False)
+    fast = _pareto(features, classes, compiled=True)
+    assert np.array_equal(slow, fast)
+    assert 1 <= len(slow) <= rows

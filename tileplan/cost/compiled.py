@@ -153,6 +153,9 @@ def warm_up() -> None:
 
     grid = problem.core_grid(ones, ones)  # and the exhaustive search's walk of the feasible tile product
     feasible_product(problem, tile_groups(problem, grid, spatial_options(problem, grid.max_length)), compiled=True)
+    from tileplan.search.space import _pareto
+
+    _pareto(np.array([[1, 2], [2, 1], [2, 2]]), np.zeros((3, 1), dtype=np.int64), compiled=True)
 
 if __name__ == "__main__":
     warm_up()

@@ -152,15 +152,22 @@ class TileGroup:
     # quantity (only footprint larger), reduced to those with a minimal footprint
 
 
-def _pareto(features: np.ndarray, classes: np.ndarray) -> np.ndarray:
+def _pareto(features: np.ndarray, classes: np.ndarray, *, compiled: bool | None = None) -> np.ndarray:
     """Indices (ascending) of rows not dominated (all features <=, one <) by another row of the
-    same class; exact duplicates keep the first row."""
+    same class; exact duplicates keep the first row. Big groups take the compiled loop of
+    ``search.tile_product`` (same rows; ``compiled`` forces the choice)."""
     keep = np.zeros(len(features), dtype=bool)
     for cls in np.unique(classes, axis=0):
         idx = np.nonzero(np.all(classes == cls, axis=1))[0]
         f = features[idx]
+        order = np.lexsort(f.T[::-1])
+        walk = tile_product.compiled_front() if (tile_product.front_wanted(len(f)) if compiled is None
+                                                 else compiled) else None
+        if walk is not None:
+            keep[idx[order[walk(np.ascontiguousarray(f[order], dtype=np.int64))]]] = True
+            continue
         front: list[int] = []
-        for j in np.lexsort(f.T[::-1]):
+        for j in order:
             row = f[j]
             if front and np.any(np.all(f[front] <= row, axis=1)):
                 continue
