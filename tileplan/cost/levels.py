@@ -85,6 +85,12 @@ class LevelCosts:
     children: np.ndarray  # fan-out product (PEs a step asks for)
     feasible: np.ndarray
 
+    def take(self, index: np.ndarray) -> LevelCosts:
+        """The candidates at ``index`` (repeats allowed)."""
+        return LevelCosts(self.child_fills[index], self.parent_reads[index], self.parent_writes[index],
+                          self.child_footprint[index], self.noc_bytes[index], self.noc_cycles[index],
+                          self.compute_cycles[index], self.children[index], self.feasible[index])
+
 
 def _irrelevant_factors(stats: list[dict[str, np.ndarray]], state: np.ndarray, op: Operand
                         ) -> tuple[np.ndarray, np.ndarray]:
@@ -255,6 +261,39 @@ def onchip_bound(sw: OnChipSweep) -> LevelCosts:
     loop orders: each operand's pieces loaded once. Compute cycles and footprints are exact (they do
     not depend on the orders). Used to prune candidates safely before costing their orders."""
     return onchip_finish(sw, None, None)
+
+
+def touched_input_elements(problem: Problem) -> int:
+    """Input elements (every addend) some output reads: each is sent to a PE at least once by any
+    on-chip mapping (padding is never held; a stride above the window skips rows)."""
+    count = problem.layer.input_count * int(problem.dims[Dim.N] * problem.dims[Dim.G] * problem.dims[Dim.C])
+    for axis, (dp, dk) in enumerate(((Dim.P, Dim.R), (Dim.Q, Dim.S))):
+        size = problem.in_h if axis == 0 else problem.in_w
+        first = problem.input_window_start(axis, 0)
+        rows = (first + np.arange(int(problem.dims[dp]))[:, None] * problem.stride[axis]
+                + np.arange(int(problem.dims[dk]))[None, :] * problem.dilation[axis])
+        count *= len(np.unique(rows[(rows >= 0) & (rows < size)]))
+    return count
+
+
+def onchip_floor(problem: Problem, compute_cycles: np.ndarray) -> LevelCosts:
+    """A lower bound of every on-chip count over every on-chip level (any tiles, fan-outs and orders)
+    of a single-core mapping: each touched input, each weight sent to a PE once, each output written
+    once, nothing read back; ``compute_cycles`` (n,) is the caller's lower bound of compute time."""
+    n = len(compute_cycles)
+    prec = problem.precision
+    dims = problem.dims
+    elems = np.array([touched_input_elements(problem),
+                      int(dims[Dim.G] * dims[Dim.K] * dims[Dim.C] * dims[Dim.R] * dims[Dim.S]), 0], dtype=np.int64)
+    elems *= np.array(problem.has_operand, dtype=np.int64)
+    out = int(dims[Dim.N] * dims[Dim.G] * dims[Dim.K] * dims[Dim.P] * dims[Dim.Q])
+    reads = np.broadcast_to(elems, (n, 3)).copy()
+    writes = np.full(n, out, dtype=np.int64)
+    noc = reads[:, 0] * prec.input + reads[:, 1] * prec.weight + writes * prec.psum
+    bw = problem.arch.noc_bytes_per_cycle
+    noc_cycles = noc / bw if bw is not None else np.zeros(n)
+    return LevelCosts(reads.copy(), reads, writes, np.zeros((n, 3), dtype=np.int64), noc, noc_cycles,
+                      np.asarray(compute_cycles, dtype=np.float64), np.ones(n, dtype=np.int64), np.ones(n, dtype=bool))
 
 
 def onchip_costs(problem: Problem, batch: MappingBatch, lv: LevelBatch) -> LevelCosts:

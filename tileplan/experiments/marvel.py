@@ -46,15 +46,14 @@ PAPER = "004_4b39796ccd1b0168.txt"
 PLATFORMS = ("eyeriss", "edge")
 BASELINES = ("rs", "nvdla", "shidiannao")
 VARIANTS = ("marvel", *BASELINES)
-#: Layers small enough for the joint exhaustive search (every level-3 tiling x its on-chip space).
-JOINT = ("L4", "L7", "L10")
 QUICK_LAYERS = ("L4", "L10")
-QUICK_JOINT = ("L10",)
-RANDOM_SECONDS = 1.0  # random sampling's time budget per layer (Fig. 10)
+#: Random sampling's largest CPU-time budget per layer and platform (Fig. 10; the paper's ran 48 h).
+RANDOM_CAP_S = 5.0
+QUICK_RANDOM_CAP_S = 0.25
 #: Innermost letters a layout may take per tensor (batch 1: N is never innermost); W, I, O as the paper.
 INNER = {0: ("C", "H", "W"), 1: ("K", "C", "R", "S"), 2: ("K", "P", "Q")}
 
-Task = tuple[str, str, str, float]  # (kind, layer label, platform, random-sampling seconds)
+Task = tuple[str, str, str, float]  # (kind, layer label, platform, random sampling's largest budget, s)
 
 
 @cache
@@ -136,9 +135,11 @@ def _onchip_task(task: Task) -> dict[Any, Any]:
             r = run_strategy(name, problem, Objective.LATENCY)
             out[name] = (float(r.cost.latency_cycles[0]), float(r.cost.energy_pj[0]), time.process_time() - t0,
                          float(r.evaluated))
-        r = run_strategy("marvel-random", problem, Objective.LATENCY, seconds=budget_s)
-        out["marvel-random"] = (float(r.cost.latency_cycles[0]), float(r.cost.energy_pj[0]), r.seconds,
-                                float(r.evaluated))
+        # random sampling given MARVEL's search time, then the joint search's (capped)
+        joint_s = min(out["marvel-joint"][2], budget_s)
+        for key, seconds in (("random@marvel", out["marvel"][2]), ("random@joint", joint_s)):
+            r = run_strategy("marvel-random", problem, Objective.LATENCY, seconds=max(seconds, 1e-3), seed=0)
+            out[key] = (float(r.cost.latency_cycles[0]), float(r.cost.energy_pj[0]), r.seconds, float(r.evaluated))
         return out
     for objective in (Objective.LATENCY, Objective.ENERGY):
         for name in VARIANTS:
@@ -173,21 +174,21 @@ def _geomean(values: list[float]) -> float:
 
 
 def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: None) -> ExperimentResult:
-    """MARVEL's §4 (``quick``: three layers, one joint layer)."""
+    """MARVEL's §4 (``quick``: two layers)."""
     import os
 
     ref = Reference.load(NAME)
     res = ExperimentResult(NAME, TITLE, PAPER, quick=quick)
     workers = jobs or os.cpu_count() or 1
     labels = list(QUICK_LAYERS) if quick else [r.label for r in TABLE3]
-    joint = list(QUICK_JOINT) if quick else list(JOINT)
     log("off-chip subspace")
     offs: dict[str, dict[str, Any]] = {}
     for i, d in run_parallel(_offchip_task, labels, jobs=workers):
         offs[labels[i]] = d
-    budget_s = 0.25 if quick else RANDOM_SECONDS
-    tasks: list[Task] = [("onchip", lab, p, 0.0) for lab in labels for p in PLATFORMS]
-    tasks += [("joint", lab, p, budget_s) for lab in joint for p in PLATFORMS]
+    budget_s = QUICK_RANDOM_CAP_S if quick else RANDOM_CAP_S
+    # the joint searches first (the longest tasks), so the workers end together
+    tasks: list[Task] = [("joint", lab, p, budget_s) for lab in labels for p in PLATFORMS]
+    tasks += [("onchip", lab, p, 0.0) for lab in labels for p in PLATFORMS]
     ons: dict[Task, dict[Any, Any]] = {}
     for done, (i, d) in enumerate(run_parallel(_onchip_task, tasks, jobs=workers), start=1):
         ons[tasks[i]] = d
@@ -196,7 +197,7 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
     _fig6_fig7(res, ref, labels, offs)
     _table4(res, ref, labels, offs, ons)
     _fig8(res, ref, labels, ons)
-    _decoupling(res, ref, joint, ons, budget_s)
+    _decoupling(res, ref, labels, ons, budget_s)
     _search_time(res, labels, offs, ons, budget_s)
     return res
 
@@ -382,53 +383,76 @@ def _bars(cats: list[str], series: dict[str, list[float]], title: str, ylabel: s
     return lambda: plots.grouped_bars(cats, series, title=title, ylabel=ylabel, log=True)
 
 
-def _decoupling(res: ExperimentResult, ref: Reference, joint: list[str], ons: dict[Task, dict[Any, Any]],
+def _decoupling(res: ExperimentResult, ref: Reference, labels: list[str], ons: dict[Task, dict[Any, Any]],
                 budget_s: float) -> None:
     rows = []
     for p in PLATFORMS:
-        for lab in joint:
+        for lab in labels:
             d = ons["joint", lab, p, budget_s]
-            dec, jnt, rnd = d["marvel"], d["marvel-joint"], d["marvel-random"]
+            dec, jnt = d["marvel"], d["marvel-joint"]
+            r_m, r_j = d["random@marvel"], d["random@joint"]
             rows.append({"platform": p, "layer": lab, "marvel_cycles": dec[0], "joint_cycles": jnt[0],
-                         "gap_pct": 100 * (dec[0] / jnt[0] - 1), "random_cycles": rnd[0], "random_s": budget_s,
-                         "marvel_s": dec[2], "joint_s": jnt[2], "joint_over_marvel_time": jnt[2] / dec[2],
-                         "marvel_evaluated": dec[3], "joint_evaluated": jnt[3], "random_evaluated": rnd[3]})
+                         "gap_pct": 100 * (dec[0] / jnt[0] - 1), "marvel_energy_uj": dec[1] / 1e6,
+                         "joint_energy_uj": jnt[1] / 1e6,
+                         "random_at_marvel_time_cycles": r_m[0], "random_at_joint_time_cycles": r_j[0],
+                         "random_at_joint_time_s": r_j[2], "marvel_s": dec[2], "joint_s": jnt[2],
+                         "joint_over_marvel_time": jnt[2] / dec[2], "marvel_evaluated": dec[3],
+                         "joint_costed": jnt[3], "random_at_joint_time_costed": r_j[3]})
     res.table("fig10_decoupling_gap", rows)
     res.compare(ref, "fig10.marvel_over_bruteforce", _geomean([r["marvel_cycles"] / r["joint_cycles"] for r in rows]))
     res.compare(ref, "fig10.search_speedup", _geomean([r["joint_over_marvel_time"] for r in rows]))
+    res.compare(ref, "fig10.random_over_marvel", _geomean([r["random_at_joint_time_cycles"] / r["marvel_cycles"]
+                                                           for r in rows]))
     worst = max(rows, key=lambda r: r["gap_pct"])
-    res.note("Decoupling gap (latency, `marvel-joint` vs `marvel`, per layer and platform in "
-             "fig10_decoupling_gap.csv): `marvel-joint` is never worse; the largest gap is "
-             f"{worst['gap_pct']:.1f} % ({worst['layer']} on {worst['platform']}). The joint search covers the "
-             "layers listed there; on the big layers it takes hours (it re-runs the on-chip search for each "
-             "of up to ~10^4 level-3 tilings).")
+    exact = sum(r["gap_pct"] == 0 for r in rows)
+    never = sum(r["joint_cycles"] <= r["marvel_cycles"] for r in rows)
+    beats = [f"{r['layer']} {r['platform']} {100 * (1 - r['random_at_joint_time_cycles'] / r['joint_cycles']):.1f} % "
+             "fewer cycles" for r in rows if r["random_at_joint_time_cycles"] < r["joint_cycles"]]
+    res.note(f"Decoupling gap (latency, `marvel-joint` vs `marvel`, every layer on both platforms, "
+             f"fig10_decoupling_gap.csv): `marvel-joint` is not worse on {never} of {len(rows)} (layer, platform) "
+             f"pairs; MARVEL's mapping is joint-optimal on {exact} of {len(rows)}; the largest gap is "
+             f"{worst['gap_pct']:.1f} % ({worst['layer']} on {worst['platform']}). The joint search is exact "
+             "(branch and bound over the level-3 tilings, tested "
+             "equal to the unpruned joint search) and runs to completion on every layer, unlike the paper's "
+             "brute force stopped after 48 h.")
+    res.note("Random sampling (Fig. 10; `marvel-random`, seed 0, uniform over level-3 tilings, DRAM reuse classes "
+             "and on-chip levels with no pruning) gets the joint search's CPU time per layer, capped at "
+             f"{budget_s:g} s "
+             f"(the paper's ran 48 h; scaled down to keep the experiment short), and separately MARVEL's own time: "
+             "columns random_at_joint_time_cycles and random_at_marvel_time_cycles. The paper reports both brute force "
+             "and random sampling below MARVEL on the geometric mean; ours: the exact joint search is never worse than "
+             "MARVEL by construction; random sampling at the joint search's time is worse than MARVEL on "
+             f"{sum(r['random_at_joint_time_cycles'] > r['marvel_cycles'] for r in rows)} of {len(rows)} pairs. The "
+             "joint search is exact over MARVEL's pruned space (divisor tiles at every level, at most 3 fanned-out "
+             "dimensions, 10 % PE utilisation, MARVEL's layouts, the 16 DRAM reuse classes + the slope order), while "
+             "random sampling draws from the unpruned space, so it can beat the joint optimum: it does on "
+             f"{len(beats)} pairs (" + (", ".join(beats) or "none")
+             + "), a loss of MARVEL's pruning rather than of the decoupling.")
     cats = [f"{r['layer']} {r['platform']}" for r in rows]
     res.figure("fig10_decoupling_gap", lambda: plots.grouped_bars(
         cats, {"marvel": [r["marvel_cycles"] for r in rows], "joint exhaustive": [r["joint_cycles"] for r in rows],
-               f"random {budget_s:g} s": [r["random_cycles"] for r in rows]},
-        title="Fig. 10: MARVEL vs joint exhaustive and random sampling", ylabel="cycles", log=True))
+               "random (joint's time)": [r["random_at_joint_time_cycles"] for r in rows],
+               "random (MARVEL's time)": [r["random_at_marvel_time_cycles"] for r in rows]},
+        title="Fig. 10: MARVEL vs joint exhaustive and random sampling (latency)", ylabel="cycles", log=True))
 
 
 def _search_time(res: ExperimentResult, labels: list[str], offs: dict[str, dict[str, Any]],
                  ons: dict[Task, dict[Any, Any]], budget_s: float) -> None:
-    """MARVEL's search time per layer beside the joint exhaustive one: measured where it was run,
-    else estimated as (feasible level-3 tilings) x (MARVEL's time), since the joint search runs one
-    on-chip search (over 17 DRAM orders instead of one) per tiling."""
+    """MARVEL's search time per layer beside the joint exhaustive one, both measured (CPU seconds)."""
     rows = []
     for p in PLATFORMS:
         for lab in labels:
             d = ons["onchip", lab, p, 0.0]
-            joint = ons.get(("joint", lab, p, budget_s))
-            tilings = offs[lab]["fitting_tilings"]
+            joint = ons["joint", lab, p, budget_s]
             rows.append({"platform": p, "layer": lab, "marvel_cpu_s": d["marvel_seconds"],
-                         "level3_tilings": tilings, "joint_cpu_s": joint["marvel-joint"][2] if joint else math.nan,
-                         "joint_estimate_cpu_s": tilings * d["marvel_seconds"]})
+                         "level3_tilings": offs[lab]["fitting_tilings"], "joint_cpu_s": joint["marvel-joint"][2],
+                         "joint_over_marvel": joint["marvel-joint"][2] / d["marvel_seconds"]})
     res.table("search_time", rows)
     for p in PLATFORMS:
         sub = [r for r in rows if r["platform"] == p]
         mine = sum(r["marvel_cpu_s"] for r in sub)
-        est = sum(r["joint_cpu_s"] if not math.isnan(r["joint_cpu_s"]) else r["joint_estimate_cpu_s"] for r in sub)
-        res.note(f"Search time on {p} over the {len(sub)} layers (search_time.csv): `marvel` {mine:.2f} CPU s; the "
-                 f"joint exhaustive search about {est:,.0f} CPU s ({est / 3600:.1f} h; measured on "
-                 f"{sum(not math.isnan(r['joint_cpu_s']) for r in sub)} layers, estimated on the others as "
-                 f"level-3 tilings x MARVEL's time), {est / mine:,.0f}x longer.")
+        joint = sum(r["joint_cpu_s"] for r in sub)
+        slow = max(sub, key=lambda r: r["joint_cpu_s"])
+        res.note(f"Search time on {p} over the {len(sub)} layers (search_time.csv, measured): `marvel` "
+                 f"{mine:.2f} CPU s, the exact joint search {joint:.1f} CPU s ({joint / mine:,.0f}x; slowest "
+                 f"{slow['layer']} {slow['joint_cpu_s']:.1f} s).")

@@ -6,7 +6,13 @@ counterpart, and the fixed-dataflow baselines of its Fig. 8 — all over the one
 * ``marvel-joint``: every level-3 tiling (feasible, under the same tile-size rule) x every DRAM
   reuse class of loop order (plus MARVEL's slope order), each with its best on-chip level, in the
   layouts MARVEL chose (layouts change only the block count). It contains MARVEL's choice, so it is
-  never worse; the difference is what decoupling loses. Exhaustive: for small layers.
+  never worse; the difference is what decoupling loses. Exact branch and bound (``bound``, on by
+  default): MARVEL's tiling first, then the tilings by a lower bound of their keys (the DRAM counts
+  at their least over the orders, the on-chip counts at their compulsory floor, compute at its
+  least over the fan-outs), stopping at the first whose bound cannot beat the best found; within
+  the tilings searched, on-chip candidates slower than the best latency are never built and the
+  rest are pruned by their own bounds. ``bound=False`` searches every tiling with no bound (the
+  reference the tests compare against).
 * ``rs``, ``nvdla``, ``shidiannao``: MARVEL's off-chip choice with the on-chip fan-out restricted to
   P,R (row-stationary-like, MARVEL's QR), K,C (NVDLA-like) or P,Q (ShiDianNao-like); the rest of the
   on-chip level searched, as the paper does for its baselines.
@@ -14,18 +20,36 @@ counterpart, and the fixed-dataflow baselines of its Fig. 8 — all over the one
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 
+from tileplan.cost.batch import CostBatch
+from tileplan.cost.levels import combine, onchip_floor
+from tileplan.cost.model import evaluate
 from tileplan.cost.problem import Problem
-from tileplan.dims import Dim
+from tileplan.dims import NDIMS, Dim
 from tileplan.errors import InfeasibleError, TileplanError
 from tileplan.mapping import Mapping
 from tileplan.search.marvel_offchip import OffChip, candidate_tiles, fits, offchip
-from tileplan.search.marvel_onchip import OnChip, OnChipOptions, onchip
+from tileplan.search.marvel_onchip import (
+    Found,
+    OnChip,
+    OnChipOptions,
+    Subspaces,
+    compute_floor,
+    dram_batch,
+    dram_floor,
+    level_options,
+    level_orders,
+    lex_less,
+    objective_keys,
+    onchip,
+    search_levels,
+)
 from tileplan.search.objective import Objective
 from tileplan.search.result import SearchResult
 from tileplan.search.space import class_orders
@@ -121,62 +145,178 @@ shidiannao = _baseline("shidiannao", (Dim.P, Dim.Q))
 def marvel_joint(problem: Problem, objective: Objective, *, divisors: bool = True, unroll_rs: bool = True,
                  symmetry: bool = True, max_parallel: int = 3, min_utilization: float = 0.1, bound: bool = True,
                  offchip_divisors: bool = True) -> SearchResult:
-    """The joint space exhaustively (see the module docstring)."""
+    """The joint space exhaustively (see the module docstring). ``bound`` (safe, on by default):
+    branch and bound over the level-3 tilings (:func:`_joint_bound`); off, every tiling's on-chip
+    space is searched in turn with no bound at all (the reference the pruned search must equal).
+    ``evaluated``: the candidates the model costed."""
     _single_core(problem, "marvel-joint")
     t0 = time.perf_counter()
     opts = _options(divisors, unroll_rs, symmetry, max_parallel, min_utilization, bound=bound)
     off = offchip(problem, divisors=offchip_divisors)
     tiles = candidate_tiles(problem, offchip_divisors)
-    layouts = off.mapping.layouts
-    orders = [tuple(Dim(int(d)) for d in o) for o in class_orders()]
-    if off.mapping.order not in orders:
-        orders.append(off.mapping.order)
-    best: tuple[tuple[float, ...], OnChip] | None = None
-    evaluated = 0
-    space = 0.0
-    for tile in tiles[fits(problem, tiles)]:
-        base = Mapping(tiles=tuple(int(x) for x in tile), order=off.mapping.order, layouts=layouts)
-        found = _relaxed(problem, base, objective, opts, orders)
-        if found is None:
-            continue
-        evaluated += found.evaluated
-        space += found.space
-        key = tuple(float(k[0]) for k in [objective.key(found.cost), *objective.tie_keys(found.cost)])
-        if best is None or key < best[0]:
-            best = (key, found)
-    if best is None:
+    tiles = tiles[fits(problem, tiles)]
+    orders = class_orders()
+    slope = np.array([int(d) for d in off.mapping.order], dtype=np.int64)
+    if not np.any(np.all(orders == slope, axis=1)):
+        orders = np.concatenate([orders, slope[None, :]])
+    template = Mapping(tiles=off.mapping.tiles, order=off.mapping.order, layouts=off.mapping.layouts)
+    space = float(np.sum(np.prod(np.minimum(tiles, problem.dims).astype(np.float64) ** 2, axis=1))
+                  * math.factorial(NDIMS))
+    if bound:
+        found = _joint_bound(problem, objective, opts, tiles, orders, template)
+    else:
+        found = _joint_every(problem, objective, opts, tiles, orders, template)
+    if found.best is None:
         raise InfeasibleError(f"no multi-level mapping of layer {problem.layer.name!r} fits {problem.arch.name}")
-    return SearchResult("marvel-joint", best[1].mapping, best[1].cost, evaluated, space, time.perf_counter() - t0)
+    return SearchResult("marvel-joint", found.best[1], found.best[2], found.costed, space, time.perf_counter() - t0)
+
+
+def _subspaces(problem: Problem, tiles: np.ndarray, opts: OnChipOptions, max_steps: float | None = None
+               ) -> Subspaces:
+    """The on-chip candidates of each tiling; a tiling with none under the utilisation bound gets
+    those without it (as :func:`_relaxed`). ``max_steps``: only candidates with at most this many
+    compute steps (``level_options``); the relaxation still follows the unfiltered candidates."""
+    free = replace(opts, min_utilization=0.0)
+    options, orders = [], []
+    for tile in tiles:
+        t = tuple(int(x) for x in tile)
+        found = level_options(problem, t, opts, max_steps=max_steps)
+        if len(found) == 0 and opts.min_utilization > 0:
+            relaxed = level_options(problem, t, free, max_steps=max_steps)
+            if len(relaxed) and (max_steps is None or len(level_options(problem, t, opts)) == 0):
+                found = relaxed
+        options.append(found)
+        orders.append(level_orders(problem, t, opts) if len(found) else np.zeros((0, NDIMS), dtype=np.int64))
+    return Subspaces.of(tiles, options, orders)
+
+
+def _max_steps(problem: Problem, objective: Objective, best: tuple[float, ...] | None) -> float | None:
+    """The most compute steps a candidate can take and still not be worse than ``best`` (latency is
+    at least the compute time, ``ceil(steps * op_factor / macs_per_pe)``); ``None`` when the
+    objective does not bound it."""
+    if best is None or objective is not Objective.LATENCY or not np.isfinite(best[0]):
+        return None
+    per_pe = problem.arch.pe_array.macs_per_pe_per_cycle
+    return math.floor(best[0]) * per_pe / float(problem.op_factor) * (1 + 1e-12)
+
+
+def _joint_every(problem: Problem, objective: Objective, opts: OnChipOptions, tiles: np.ndarray,
+                 orders: np.ndarray, template: Mapping) -> Found:
+    """Every tiling's whole on-chip space, one tiling at a time, no bound (the reference)."""
+    best: tuple[tuple[float, ...], Mapping, CostBatch] | None = None
+    evaluated = costed = 0
+    for tile in tiles:
+        found = search_levels(problem, objective, _subspaces(problem, tile[None, :], opts), orders, template,
+                              bound=False)
+        evaluated += found.evaluated
+        costed += found.costed
+        if found.best is not None and (best is None or found.best[0] < best[0]):
+            best = found.best
+    return Found(best, evaluated, costed)
+
+
+def _joint_bound(problem: Problem, objective: Objective, opts: OnChipOptions, tiles: np.ndarray,
+                 orders: np.ndarray, template: Mapping, *, group: int = 64) -> Found:
+    """Branch and bound over the level-3 tilings, exact. Each tiling gets a lower bound of its best
+    keys over every DRAM order and on-chip level (``tiling_floor``); MARVEL's own tiling is searched
+    first (a strong incumbent), then the others in the order of their bounds, in growing groups
+    searched together (``search_levels`` with the incumbent: within a group, candidates are pruned
+    by their own bounds). The search stops at the first tiling whose bound is not below the best
+    found: no tiling after it can beat it. The result's keys are those of :func:`_joint_every`."""
+    k, o = len(tiles), len(orders)
+    if k == 0:
+        return Found(None, 0, 0)
+    drams = evaluate(problem, dram_batch(template, tiles, orders))
+    low_keys = _floor_keys(problem, objective, opts, tiles, drams, o)
+    rank = np.lexsort([np.arange(k)] + low_keys[::-1])
+    rank = rank[np.isfinite(low_keys[0][rank])]
+    own = np.flatnonzero(np.all(tiles == np.array(template.tiles), axis=1))
+    queue = np.concatenate([own, rank[~np.isin(rank, own)]])
+    best: tuple[tuple[float, ...], Mapping, CostBatch] | None = None
+    evaluated = costed = 0
+    start, size = 0, len(own) or 1
+    while start < len(queue):
+        pick = queue[start:start + size]
+        start, size = start + size, min(2 * size, group)
+        if best is not None:
+            ahead = lex_less([kk[pick] for kk in low_keys], best[0])
+            if not ahead[0] and start > len(own):
+                break  # in bound order: no later tiling can beat the best either
+            pick = pick[ahead]
+            if len(pick) == 0:
+                continue
+        rows = (pick[:, None] * o + np.arange(o)[None, :]).ravel()
+        incumbent = None if best is None else best[0]
+        sub = _subspaces(problem, tiles[pick], opts, _max_steps(problem, objective, incumbent))
+        found = search_levels(problem, objective, sub, orders, template, drams=drams.take(rows), incumbent=incumbent)
+        evaluated += found.evaluated
+        costed += found.costed
+        if found.best is not None:
+            best = found.best
+    return Found(best, evaluated, costed)
+
+
+def _floor_keys(problem: Problem, objective: Objective, opts: OnChipOptions, tiles: np.ndarray, drams: CostBatch,
+                o: int) -> list[np.ndarray]:
+    """Per tiling, lower bounds of the objective and tie keys over every DRAM order of ``drams``
+    (k * o rows, tiling-major) and every on-chip level: the DRAM level's counts at their minimum
+    over the orders, the on-chip counts at their floor (``cost.levels.onchip_floor`` with
+    ``compute_floor``). Every key is monotone in these counts, so the keys of the combination bound
+    the keys of every candidate; ``inf`` where no order fits."""
+    floor = dram_floor(drams, len(tiles), o)
+    one = dram_batch(Mapping(tiles=tuple(int(x) for x in tiles[0]), order=tuple(Dim(int(d)) for d in range(NDIMS))),
+                     tiles, np.arange(NDIMS)[None, :])
+    low = combine(problem, floor, one, onchip_floor(problem, compute_floor(problem, tiles, opts)))
+    return [np.where(floor.feasible, kk, np.inf) for kk in objective_keys(objective, low)]
 
 
 def marvel_random(problem: Problem, objective: Objective, *, seconds: float = 1.0, seed: int = 0,
-                  per_draw: int = 256) -> SearchResult:
-    """Random sampling of the joint space for a time budget (MARVEL's Fig. 10 baseline): a random
-    feasible level-3 tiling and DRAM reuse-class order, then ``per_draw`` random on-chip levels
-    under it (no pruning but the L1 and PE-array fit), until ``seconds`` have passed."""
+                  budget: int | None = None, per_draw: int = 256) -> SearchResult:
+    """Random sampling of the joint space (MARVEL's Fig. 10 baseline, Timeloop's random search):
+    each draw is a uniformly random feasible level-3 tiling (any tile sizes) and DRAM reuse-class
+    order, then ``per_draw`` uniformly random on-chip levels under it (no pruning but the L1 and
+    PE-array fit); draws go on until ``seconds`` of CPU time have passed or ``budget`` candidates
+    have been costed, whichever comes first (at least one draw that fits). ``seed`` fixes the
+    sequence; ``seconds`` in the result is CPU time."""
     _single_core(problem, "marvel-random")
-    t0 = time.perf_counter()
+    if seconds <= 0 or (budget is not None and budget < 1):
+        raise TileplanError(f"marvel-random needs a positive time budget and sample budget, got {seconds} s and "
+                            f"{budget} samples")
+    t0 = time.process_time()
     rng = np.random.default_rng(seed)
-    tiles = candidate_tiles(problem, False)
-    tiles = tiles[fits(problem, tiles)]
-    if len(tiles) == 0:
-        raise InfeasibleError(f"no level-3 tile of layer {problem.layer.name!r} fits {problem.arch.name}")
     orders = class_orders()
     free = _options(False, False, False, 8, 0.0, bound=False)
     best: tuple[tuple[float, ...], OnChip] | None = None
     evaluated = 0
-    while best is None or time.perf_counter() - t0 < seconds:
-        tile = tiles[rng.integers(len(tiles))]
+    tiles = np.zeros((0, NDIMS), dtype=np.int64)
+    while best is None or (time.process_time() - t0 < seconds and (budget is None or evaluated < budget)):
+        if len(tiles) == 0:
+            tiles = _random_tilings(problem, rng)
+            if len(tiles) == 0:
+                if time.process_time() - t0 > 10 * seconds:
+                    raise InfeasibleError(f"random sampling found no level-3 tile of layer {problem.layer.name!r} "
+                                          f"that fits {problem.arch.name}")
+                continue
+        tile, tiles = tiles[0], tiles[1:]
+        # a draw costs its level samples under up to 8 step orders
+        draws = per_draw if budget is None else max(1, min(per_draw, -(-(budget - evaluated) // 8)))
         base = Mapping(tiles=tuple(int(x) for x in tile), order=tuple(Dim(int(d)) for d in orders[rng.integers(16)]))
-        found = onchip(problem, base, objective, free, sample=(rng, per_draw), bound=False)
+        found = onchip(problem, base, objective, free, sample=(rng, draws), bound=False)
         if found is None:
-            if time.perf_counter() - t0 > 10 * seconds:
+            if time.process_time() - t0 > 10 * seconds:
                 raise InfeasibleError(f"random sampling found no on-chip level of layer {problem.layer.name!r} "
                                       f"that fits {problem.arch.name}")
             continue
-        evaluated += found.evaluated
+        evaluated += found.costed
         key = tuple(float(k[0]) for k in [objective.key(found.cost), *objective.tie_keys(found.cost)])
         if best is None or key < best[0]:
             best = (key, found)
-    return SearchResult("marvel-random", best[1].mapping, best[1].cost, evaluated, float(len(tiles)) * 16,
-                        time.perf_counter() - t0)
+    space = float(np.prod(problem.dims.astype(np.float64))) * len(orders)
+    return SearchResult("marvel-random", best[1].mapping, best[1].cost, evaluated, space, time.process_time() - t0)
+
+
+def _random_tilings(problem: Problem, rng: np.random.Generator, count: int = 4096) -> np.ndarray:
+    """Uniformly random level-3 tilings (each tile size uniform in 1..the dimension) that fit the
+    on-chip memories: drawn, then rejected unless they fit (uniform over the fitting ones)."""
+    tiles = np.stack([rng.integers(1, int(n) + 1, size=count) for n in problem.dims], axis=1)
+    return tiles[fits(problem, tiles)]
