@@ -10,6 +10,7 @@ import pytest
 
 from tileplan import api
 from tileplan.cost.problem import Problem
+from tileplan.experiments.ye import fig6_rows, fig6a_weight_reuse_note
 from tileplan.fusion.assemble import evaluate_fused
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
 from tileplan.fusion.verify import verify_fused
@@ -155,3 +156,22 @@ def test_fig6b_single_layer_always_wins_with_the_printed_formulas() -> None:
     assert _single(layers, _words(512)) == 3 * 49 * 988 + 988 * 128 + 2 * 3 * 49 * 128 + 128 * 32 * 9 + 3 * 49 * 32
     assert best_printed("ir2l", shape, 512 * 1024).dram_elements == 3 * 81 * 988 + 988 * 128 + 128 * 32 * 9 + \
         3 * 49 * 32  # type: ignore[union-attr]
+
+
+def test_fig6a_printed_equations_rank_wr2lv1_first_at_every_width() -> None:
+    """No reading of the printed Eq. 3-6 puts wr2lv2 first above 96 KB: at one byte per element
+    wr2lv1's Eq. 3 minimum is below wr2lv2's Eq. 5 at 96 / 128 / 256 KB, and at two bytes neither
+    fits at 96 or 128 KB (wr2lv2's psums alone are 147 KB) while Eq. 3 < Eq. 5 again at 256 KB."""
+    group, _ = _fig6(336, 28)
+    shape = PairShape.of(group)
+    words = {kb: (best_printed("wr2lv1", shape, kb * 1024), best_printed("wr2lv2", shape, kb * 1024))
+             for kb in (96, 128, 256)}
+    assert {kb: (round(a.dram_elements), round(b.dram_elements)) for kb, (a, b) in words.items()
+            if a is not None and b is not None} == {96: (1679232, 12371901), 128: (1293128, 3352933),
+                                                      256: (1103104, 1162733)}
+    for kb in (96, 128):
+        assert best_printed("wr2lv1", shape, kb * 512) is None and best_printed("wr2lv2", shape, kb * 512) is None
+    a, b = best_printed("wr2lv1", shape, 256 * 512), best_printed("wr2lv2", shape, 256 * 512)
+    assert a is not None and b is not None and a.dram_elements < b.dram_elements
+    note = fig6a_weight_reuse_note(fig6_rows(336, 28, (128,)), (128,))
+    assert "1,293,128 vs Eq. 5 (wr2lv2) 3,352,933" in note and "d <= 7" in note

@@ -33,7 +33,7 @@ from tileplan.fusion.planner import candidate_groups, candidate_groups_sizes, ch
 from tileplan.fusion.search import GroupResult
 from tileplan.fusion.verify import verify_fused
 from tileplan.fusion.ye import FUSED, FUSED_FAMILIES, classify, group_searcher, group_sizes_searcher, search_pair_sizes
-from tileplan.fusion.ye_formulas import PairShape, best_printed_f2l
+from tileplan.fusion.ye_formulas import PairShape, best_printed, best_printed_f2l
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, NetworkPlan
 from tileplan.report import plots
@@ -56,7 +56,9 @@ NETWORKS = (("densenet121", "densenet121", 3), ("resnext50", "resnext50", 3), ("
             ("alexnet_b1", "alexnet", 1))
 QUICK_NETWORKS = (("alexnet_b1", "alexnet", 1),)
 #: Tasks per network in the full run (each plans its share of the sizes in one process).
-PARTS = {"densenet121": 2}
+PARTS = {"densenet121": 2, "resnext50": 2}
+#: Fig. 6's DenseNet-121 pairs: (key, C1, map side).
+FIG6 = (("fig6a", 336, 28), ("fig6b", 988, 7))
 CURVES = ("smartshuttle", "fused_only", "hybrid", "superslash", "general")
 _PENALTY = 1e15  # fused-only: a single layer that could be fused costs this much extra in the cut
 DRAM = Objective.DRAM
@@ -183,9 +185,14 @@ def _parts(sizes: Sequence[int], parts: int) -> list[tuple[int, ...]]:
     return [tuple(sizes[i::parts]) for i in range(min(parts, len(sizes)))]
 
 
-def _points_task(task: tuple[str, str, int, tuple[int, ...]]) -> list[Point]:
-    label, zoo_name, batch, sizes = task
-    return network_points(label, zoo_name, batch, sizes)
+def _task(task: tuple[Any, ...]) -> tuple[str, Any]:
+    """One worker task: ``("fig6", key, c1, hw, sizes, paper_formulas)`` -> Fig. 6 rows, or
+    ``("net", label, zoo_name, batch, sizes)`` -> the network's points at those sizes."""
+    if task[0] == "fig6":
+        _, _, c1, hw, sizes, paper_formulas = task
+        return "fig6", fig6_rows(c1, hw, sizes, paper_formulas=paper_formulas)
+    _, label, zoo_name, batch, sizes = task
+    return "net", network_points(label, zoo_name, batch, sizes)
 
 
 def verify_chosen(point: Point, arch: Arch) -> list[dict[str, Any]]:
@@ -244,6 +251,36 @@ def fig6_rows(c1: int, hw: int, sizes: Sequence[int], *, paper_formulas: bool = 
     return rows
 
 
+def fig6a_weight_reuse_note(rows: list[dict[str, Any]], sizes: Sequence[int] = (96, 128, 256)) -> str:
+    """Why Fig. 6a's "wr2lv2 best above 96 KB" is wr2lv1 here: the printed Eq. 3 / Eq. 5 minima and
+    the model's at ``sizes`` (those of ``rows``), one and two bytes per element."""
+    group, _ = fig6_pair(336, 28)
+    shape = PairShape.of(group)
+    by_kb = {r["buffer_kb"]: r for r in rows}
+
+    def printed(name: str, kb: int, width: int) -> str:
+        best = best_printed(name, shape, kb * 1024 / width)
+        return "does not fit" if best is None else f"{best.dram_elements:,.0f}"
+
+    parts = []
+    for kb in [k for k in sizes if k in by_kb]:
+        r = by_kb[kb]
+        parts.append(f"{kb} KB: Eq. 3 (wr2lv1) {printed('wr2lv1', kb, 1)} vs Eq. 5 (wr2lv2) {printed('wr2lv2', kb, 1)} "
+                     f"words printed, {r['wr2lv1']:,.0f} vs {r['wr2lv2']:,.0f} in the model; at 2 B/element "
+                     f"{printed('wr2lv1', kb, 2)} vs {printed('wr2lv2', kb, 2)}")
+    weights = shape.c1 * shape.d1 * shape.s1 ** 2 + shape.d1 * shape.d2 * shape.s2 ** 2
+    psums = shape.batch * shape.w1 * shape.w2 * shape.d2
+    per_d = shape.c1 * shape.s1 ** 2 + shape.d2 * shape.s2 ** 2
+    return ("**fig6a** the paper has wr2lv2 as the best fused strategy above 96 KB; here it is wr2lv1, and no "
+            "reading of the printed equations gives the paper's order: with C = c = 1, Eq. 5 is Eq. 3 with its "
+            f"ifmap term multiplied by D1/d >= 1 (d <= D1 = {shape.d1}), so wr2lv2 never beats wr2lv1 where both fit, "
+            f"and Eq. 6 is below Eq. 4 only when B W1 W2 D2 + d (C1 S1^2 + D2 S2^2) = {psums:,} + {per_d} d < "
+            f"{weights:,} (all weights), i.e. d <= {(weights - psums - 1) // per_d}, where the ifmaps are re-read "
+            f">= {-(-shape.d1 // ((weights - psums - 1) // per_d))} times. At two bytes per element neither weight "
+            f"reuse fits below {psums * 2 / 1024:.0f} KB (wr2lv2's psums alone), so no word width helps either. "
+            + "; ".join(parts) + ". We read Fig. 6a's wr2lv1 / wr2lv2 labels as swapped.")
+
+
 def _best_fused(row: dict[str, Any]) -> str:
     """The fused strategy with the fewest DRAM accesses in a Fig. 6 row (nan: does not fit)."""
     fits = {n: row[n] for n in FUSED if row[n] == row[n]}
@@ -262,10 +299,25 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
     res = ExperimentResult(NAME, TITLE, PAPER, quick=quick)
     sizes = QUICK_SIZES_KB if quick else SIZES_KB
     fig6_sizes = QUICK_FIG6_SIZES_KB if quick else FIG6_SIZES_KB
+    # One worker task per Fig. 6 pair and per network and part of the sizes (a worker plans its sizes
+    # together, sharing the fused searches), heaviest first so that both cores stay busy to the end.
+    networks = QUICK_NETWORKS if quick else NETWORKS
+    tasks: list[tuple[Any, ...]] = [("net", label, zoo_name, batch, part) for label, zoo_name, batch in networks
+                                    for part in _parts(sizes, PARTS.get(label, 1))]
+    tasks[len(tasks) - 1:len(tasks) - 1] = [("fig6", key, c1, hw, fig6_sizes, paper_formulas) for key, c1, hw in FIG6]
+    found: dict[int, list[Point]] = {}
+    fig6: dict[str, list[dict[str, Any]]] = {}
+    for i, (kind, out) in run_parallel(_task, tasks, jobs=max(1, jobs or os.cpu_count() or 1)):
+        if kind == "fig6":
+            fig6[tasks[i][1]] = out
+            log(f"{tasks[i][1]}: DenseNet-121 pair C1={tasks[i][2]}, {tasks[i][3]}x{tasks[i][3]} done")
+            continue
+        found[i] = out
+        for point in out:
+            log(f"{point.network} at {point.kb} K words: {point.seconds:.1f} s")
     # ---- Fig. 6: the two DenseNet-121 pairs
-    for key, c1, hw in (("fig6a", 336, 28), ("fig6b", 988, 7)):
-        log(f"{key}: DenseNet-121 pair C1={c1}, {hw}x{hw}")
-        rows = fig6_rows(c1, hw, fig6_sizes, paper_formulas=paper_formulas)
+    for key, _, _ in FIG6:
+        rows = fig6[key]
         res.table(key, rows)
         series = {k: [r[k] for r in rows] for k in (*FUSED, "ir", "wr", "pr", "smartshuttle", "f2l_printed_eq9")}
         res.figure(key, partial(plots.lines, list(fig6_sizes), series, title=f"{key}: DenseNet-121 pair, DRAM vs "
@@ -279,6 +331,7 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
         if key == "fig6a":
             below = [kb for kb, b in zip(fig6_sizes, fused_best, strict=True) if b == "ir2l"]
             res.compare(ref, "fig6a.ir2l_best_below_kb", float(max(below)) if below else 0.0)
+            res.note(fig6a_weight_reuse_note(rows))
         else:
             res.compare(ref, "fig6b.single_wins_up_to_kb",
                         float(max((kb for kb, w in zip(fig6_sizes, single_wins, strict=True) if w), default=0)))
@@ -288,16 +341,6 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
                      + ", ".join(f"{kb} KB: {'yes' if w else 'no'}" for kb, w in zip(fig6_sizes, printed_wins,
                                                                                       strict=True)))
     # ---- Figs. 7, 9, 10, 11: whole networks
-    # One task per network and part of the sizes (a worker process plans its sizes together, sharing
-    # the fused searches); DenseNet-121, the heaviest, is cut in parts so both cores stay busy.
-    tasks = [(label, zoo_name, batch, part) for label, zoo_name, batch in (QUICK_NETWORKS if quick else NETWORKS)
-             for part in _parts(sizes, PARTS.get(label, 1))]
-    found: dict[int, list[Point]] = {}
-    for i, part_points in run_parallel(_points_task, tasks, jobs=max(1, jobs or os.cpu_count() or 1)):
-        found[i] = part_points
-        for point in part_points:
-            log(f"{point.network} at {point.kb} K words: {point.seconds:.1f} s")
-        log(f"{len(found)}/{len(tasks)} tasks done")
     by_key = {(p.network, p.kb): p for part_points in found.values() for p in part_points}
     points = [by_key[(label, kb)] for label, _, _ in (QUICK_NETWORKS if quick else NETWORKS) for kb in sizes]
     rows = [{"network": p.network, "buffer_kb": p.kb, **p.dram, "hybrid_pairs": " ".join(
@@ -359,7 +402,7 @@ def _compare_networks(res: ExperimentResult, ref: Reference, points: list[Point]
                        else 0.0)
             if "general" in best.dram:
                 res.note(f"Beyond the paper, {label}: the general --fuse planner (every loop order, groups of up to "
-                         f"four layers, pools fused, reuse buffers) is up to "
+                         f"four layers, pools, adds and concats fused, reuse buffers) is up to "
                          f"{_reduction(best.dram['general'], best.dram['hybrid']):.1f} % below the hybrid "
                          f"({best.kb} K words) and {_reduction(best.dram['general'], best.dram['smartshuttle']):.1f} % "
                          f"below SmartShuttle there.")
