@@ -41,6 +41,11 @@ def test_quick_run_writes_every_table_figure_and_explains_every_gap(tmp_path: Pa
     # on edge the joint search finds an L4 level-3 tile that keeps more PEs busy than the DB-optimal one
     assert float(gap["L4", "edge"]["joint_cycles"]) == 373.5 and float(gap["L4", "edge"]["marvel_cycles"]) == 625.5
     assert all(float(r["random_at_joint_time_cycles"]) > 0 for r in gap.values())
+    nets = list(csv.DictReader((tmp_path / "fig9_networks.csv").open()))
+    assert {(r["network"], r["platform"]) for r in nets} == {("lenet5", "eyeriss"), ("lenet5", "edge")}
+    for r in nets:  # MARVEL's on-chip search contains every baseline's dataflow on the same off-chip choice
+        assert all(float(r["marvel_macs_per_cycle"]) >= float(r[f"{b}_macs_per_cycle"])
+                   for b in ("rs", "nvdla", "shidiannao"))
     times = list(csv.DictReader((tmp_path / "search_time.csv").open()))
     assert len(times) == 4 and all(float(r["joint_cpu_s"]) > 0 for r in times)
     space = list(csv.DictReader((tmp_path / "table4_space.csv").open()))

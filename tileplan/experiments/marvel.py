@@ -47,6 +47,9 @@ PLATFORMS = ("eyeriss", "edge")
 BASELINES = ("rs", "nvdla", "shidiannao")
 VARIANTS = ("marvel", *BASELINES)
 QUICK_LAYERS = ("L4", "L10")
+#: Fig. 9's whole networks (quick: one small network, the same code path).
+NETWORKS = ("vgg16", "alexnet", "resnet50", "mobilenetv2")
+QUICK_NETWORKS = ("lenet5",)
 #: Random sampling's largest CPU-time budget per layer and platform (Fig. 10; the paper's ran 48 h).
 RANDOM_CAP_S = 5.0
 QUICK_RANDOM_CAP_S = 0.25
@@ -125,10 +128,20 @@ def _paper_layouts(row: MarvelLayer) -> tuple[str, str, str]:
 
 
 def _onchip_task(task: Task) -> dict[Any, Any]:
-    """Fig. 8 / Table 4 (on-chip) numbers of one layer on one platform, or its joint search."""
+    """Fig. 8 / Table 4 (on-chip) numbers of one layer on one platform, its joint search (Fig. 10), or
+    one whole network (Fig. 9: ``label`` is the network)."""
     kind, label, platform, budget_s = task
-    problem = _problem(label, platform)
     out: dict[Any, Any] = {"label": label, "platform": platform}
+    if kind == "network":
+        from tileplan import api
+
+        for name in VARIANTS:
+            t0 = time.process_time()
+            plan = api.plan(label, _arch(platform), strategy=name, objective=Objective.LATENCY, jobs=1)
+            macs = float(sum(lp.cost.macs for lp in plan.layers))
+            out[name] = (plan.latency_cycles, plan.energy_pj, time.process_time() - t0, macs)
+        return out
+    problem = _problem(label, platform)
     if kind == "joint":
         for name in ("marvel", "marvel-joint"):
             t0 = time.process_time()
@@ -188,6 +201,8 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
     budget_s = QUICK_RANDOM_CAP_S if quick else RANDOM_CAP_S
     # the joint searches first (the longest tasks), so the workers end together
     tasks: list[Task] = [("joint", lab, p, budget_s) for lab in labels for p in PLATFORMS]
+    nets = list(QUICK_NETWORKS) if quick else list(NETWORKS)
+    tasks += [("network", net, p, 0.0) for net in nets for p in PLATFORMS]
     tasks += [("onchip", lab, p, 0.0) for lab in labels for p in PLATFORMS]
     ons: dict[Task, dict[Any, Any]] = {}
     for done, (i, d) in enumerate(run_parallel(_onchip_task, tasks, jobs=workers), start=1):
@@ -197,6 +212,7 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
     _fig6_fig7(res, ref, labels, offs)
     _table4(res, ref, labels, offs, ons)
     _fig8(res, ref, labels, ons)
+    _fig9(res, ref, nets, ons)
     _decoupling(res, ref, labels, ons, budget_s)
     _search_time(res, labels, offs, ons, budget_s)
     return res
@@ -377,6 +393,36 @@ def _fig8(res: ExperimentResult, ref: Reference, labels: list[str], ons: dict[Ta
         energy = {name: [r[f"{name}_energy_uj"] for r in sub] for name in VARIANTS}
         res.figure(f"fig8_throughput_{p}", _bars(cats, series, f"Fig. 8: throughput on {p}", "MACs / cycle"))
         res.figure(f"fig8_energy_{p}", _bars(cats, energy, f"Fig. 8: energy on {p}", "energy (uJ)"))
+
+
+def _fig9(res: ExperimentResult, ref: Reference, nets: list[str], ons: dict[Task, dict[Any, Any]]) -> None:
+    """Whole networks: every layer planned by MARVEL and by each baseline (latency objective)."""
+    rows = []
+    speed: list[float] = []
+    saving: list[float] = []
+    for p in PLATFORMS:
+        for net in nets:
+            d = ons["network", net, p, 0.0]
+            row: dict[str, Any] = {"platform": p, "network": net}
+            for name in VARIANTS:
+                row[f"{name}_macs_per_cycle"] = d[name][3] / d[name][0]
+                row[f"{name}_energy_uj"] = d[name][1] / 1e6
+                row[f"{name}_search_cpu_s"] = d[name][2]
+            for b in BASELINES:
+                speed.append(d[b][0] / d["marvel"][0])
+                saving.append(1 - d["marvel"][1] / d[b][1])
+            rows.append(row)
+    res.table("fig9_networks", rows)
+    res.compare(ref, "fig9.throughput_geomean", _geomean(speed))
+    res.compare(ref, "fig9.energy_reduction_pct", 100 * float(np.mean(saving)))
+    res.note("Fig. 9 (fig9_networks.csv): " + ", ".join(nets) + " planned layer by layer with `marvel` and each "
+             "baseline for latency; throughput = MACs / total cycles; energy is that of the latency-optimal plans "
+             "(the paper's objective per plot is not stated for Fig. 9).")
+    for p in PLATFORMS:
+        sub = [r for r in rows if r["platform"] == p]
+        series = {name: [r[f"{name}_macs_per_cycle"] for r in sub] for name in VARIANTS}
+        res.figure(f"fig9_throughput_{p}", _bars([r["network"] for r in sub], series,
+                                                 f"Fig. 9: whole-network throughput on {p}", "MACs / cycle"))
 
 
 def _bars(cats: list[str], series: dict[str, list[float]], title: str, ylabel: str) -> Callable[[], Figure]:
