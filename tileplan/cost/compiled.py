@@ -149,7 +149,13 @@ def warm_up() -> None:
     K = tables_for(problem, batch)
     evaluate(K, batch.tiles, batch.hoist, batch.unroll, batch.order, batch.layouts)
     evaluate_orders(problem, batch, class_orders(), "latency", compiled_path=True)
+    from tileplan.search.space import feasible_product, spatial_options, tile_groups
 
+    grid = problem.core_grid(ones, ones)  # and the exhaustive search's walk of the feasible tile product
+    feasible_product(problem, tile_groups(problem, grid, spatial_options(problem, grid.max_length)), compiled=True)
+    from tileplan.search.space import _pareto
+
+    _pareto(np.array([[1, 2], [2, 1], [2, 2]]), np.zeros((3, 1), dtype=np.int64), compiled=True)
 
 if __name__ == "__main__":
     warm_up()

@@ -220,10 +220,32 @@ def reload_factors(order: np.ndarray, trips: np.ndarray, hoist: np.ndarray) -> n
     return out
 
 
+def reload_factors_orders(orders: np.ndarray, trips: np.ndarray) -> np.ndarray:
+    """(n, k, 3): :func:`reload_factors` of every trip-count vector of ``trips`` ((n, 8)) under every
+    loop order of ``orders`` ((k, 8), outermost first), nothing hoisted, in one vectorised pass.
+
+    The rule of ``kernel.reload``: with q the innermost position whose dimension indexes the operand
+    and has more than one trip, the factor is the product of the trips of the loops at or outside q
+    that do not index it (1 when there is no such q)."""
+    orders = np.asarray(orders, dtype=np.int64)
+    trips = np.asarray(trips, dtype=np.int64)
+    t = trips[:, orders]  # (n, k, 8): trips at each loop position
+    out = np.ones((len(trips), len(orders), 3), dtype=np.int64)
+    positions = np.arange(NDIMS)
+    for op in OPERANDS:
+        rel = _RELEVANT_MASK[op][orders]  # (k, 8)
+        run = np.cumprod(np.where(rel[None], 1, t), axis=2)
+        q = np.where(rel[None] & (t > 1), positions, -1).max(axis=2)
+        hit = np.take_along_axis(run, np.maximum(q, 0)[..., None], axis=2)[..., 0]
+        out[:, :, op] = np.where(q >= 0, hit, 1)
+    return out
+
+
 def kernel_rel() -> np.ndarray:
     """(3, 8): 1 where a dimension indexes an operand."""
     return _RELEVANT_MASK.astype(np.int64)
 
 
 __all__ = ["LAYOUT_LETTERS", "Sweep", "compute_cycles", "evaluate", "evaluate_orders", "finish", "grid_tables",
-           "reload_factors", "split_tables", "storage_order", "sweep", "tables_for", "tensor_sizes"]
+           "reload_factors", "reload_factors_orders", "split_tables", "storage_order", "sweep", "tables_for",
+           "tensor_sizes"]

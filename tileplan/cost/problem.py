@@ -137,10 +137,97 @@ class Problem:
             self._grids[key] = _core_grid(self, *key)
         return self._grids[key]
 
+    def split_slices(self, cluster_split: tuple[int, ...], core_split: tuple[int, ...]) -> SplitSlices:
+        """Per-dimension slices of a core split, without the core grid (cached per split)."""
+        cache: dict[tuple[tuple[int, ...], tuple[int, ...]], SplitSlices] = self.__dict__.setdefault("_slices", {})
+        key = (tuple(int(x) for x in cluster_split), tuple(int(x) for x in core_split))
+        if key not in cache:
+            cache[key] = SplitSlices.of(self, *key)
+        return cache[key]
+
     def input_window_start(self, axis: int, offset: int) -> int:
         """First input row (axis 0) or column (axis 1) read by output index ``offset`` (may be < 0)."""
         pad = self.layer.pad[0] if axis == 0 else self.layer.pad[2]
         return offset * self.stride[axis] - pad
+
+
+@dataclass(frozen=True)
+class SplitSlices:
+    """A core split seen one dimension at a time (what the split bounds need, without a core grid).
+
+    Cores are the cartesian product over dimensions of (cluster part, core part) slices, so the
+    core grid's per-core quantities factor: ``slices[d]`` lists the (offset, length) of every
+    (cluster part, core part) along ``d`` and ``clusters[d]`` the number of cluster parts. A
+    multicast group of operand X is one cluster and one slice along each dimension indexing X
+    (without multicast, one core); the sum over groups of a product of per-dimension factors is the
+    product over dimensions of the sums.
+    """
+
+    slices: tuple[tuple[tuple[int, int], ...], ...]
+    clusters: tuple[int, ...]
+    multicast: bool
+
+    @classmethod
+    def of(cls, problem: Problem, cluster_split: tuple[int, ...], core_split: tuple[int, ...]) -> SplitSlices:
+        dims = problem.dims
+        slices = []
+        clusters = []
+        for d in DIMS:
+            outer = balanced_parts(int(dims[d]), cluster_split[d])
+            clusters.append(len(outer))
+            slices.append(tuple((off + o, ln) for off, length in outer
+                                for o, ln in balanced_parts(length, core_split[d])))
+        return cls(tuple(slices), tuple(clusters), bool(problem.arch.cores.multicast))
+
+    @property
+    def max_length(self) -> tuple[int, ...]:
+        """Longest slice along every dimension (``CoreGrid.max_length``)."""
+        return tuple(max(ln for _, ln in s) for s in self.slices)
+
+    @property
+    def min_length(self) -> tuple[int, ...]:
+        """Shortest slice along every dimension (the smallest core's lengths)."""
+        return tuple(min(ln for _, ln in s) for s in self.slices)
+
+    def largest_core_points(self) -> int:
+        """Loop-nest points of the largest core (the product of the longest slices)."""
+        out = 1
+        for length in self.max_length:
+            out *= length
+        return out
+
+    def group_elements(self, problem: Problem, op: Operand) -> int:
+        """Compulsory elements of ``op`` summed over its multicast groups: each group fetches exactly
+        the data its slice needs, once (rows/columns a stride skips or only padding covers are not
+        fetched)."""
+        total = problem.layer.input_count if op is Operand.INPUT else 1
+        for d in DIMS:
+            if d in RELEVANT[op]:
+                if op is Operand.INPUT and d in (Dim.P, Dim.Q):
+                    axis = 0 if d is Dim.P else 1
+                    total *= sum(input_extent(problem, axis, off, ln) for off, ln in self.slices[d])
+                elif op is Operand.INPUT and d in (Dim.R, Dim.S):
+                    continue  # R and S enter through the input extents of P and Q (never split)
+                else:
+                    total *= sum(ln for _, ln in self.slices[d])
+            else:  # the dimension does not index op: a copy per cluster part (per core without multicast)
+                total *= self.clusters[d] if self.multicast else len(self.slices[d])
+        return total
+
+
+def input_extent(problem: Problem, axis: int, offset: int, length: int) -> int:
+    """Input rows (axis 0) or columns (axis 1) that output indices ``offset .. offset + length - 1``
+    read: strides may skip some and a window may fall entirely in the padding (cached per problem)."""
+    cache: dict[tuple[int, int, int], int] = problem.__dict__.setdefault("_input_extent", {})
+    key = (axis, offset, length)
+    if key not in cache:
+        d_out, d_k = (Dim.P, Dim.R) if axis == 0 else (Dim.Q, Dim.S)
+        size = problem.in_h if axis == 0 else problem.in_w
+        stride, dil = problem.stride[axis], problem.dilation[axis]
+        start = problem.input_window_start(axis, offset)
+        used = {start + p * stride + k * dil for p in range(length) for k in range(int(problem.dims[d_k]))}
+        cache[key] = sum(1 for i in used if 0 <= i < size)
+    return cache[key]
 
 
 def _core_grid(problem: Problem, cluster_split: tuple[int, ...], core_split: tuple[int, ...]) -> CoreGrid:

@@ -74,9 +74,9 @@ def _task(task: Task) -> tuple[float, ...]:
                 *count)
     objective = Objective(what)
     keys = [float(objective.key(run_strategy(s, problem, objective).cost)[0]) for s in PLANNERS]
-    grid = problem.core_grid(*NO_SPLIT)
-    bound = max(split_lower_bound(problem, grid, objective), split_tight_bound(problem, grid, objective,
-                                                                                class_orders()))
+    split = problem.split_slices(*NO_SPLIT)
+    bound = max(split_lower_bound(problem, split, objective), split_tight_bound(problem, split, objective,
+                                                                                  class_orders()))
     if max(keys) <= bound * (1 + TOL):
         return (*keys, min(keys), 1.0)
     best = float(objective.key(run_strategy("exhaustive", problem, objective).cost)[0])

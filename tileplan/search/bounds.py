@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tileplan.cost.model import reload_factors
-from tileplan.cost.problem import CoreGrid, Problem
+from tileplan.cost.model import reload_factors_orders
+from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
 
 
@@ -23,14 +23,15 @@ def _n_values(length: int) -> np.ndarray:
     return np.array(tiles, dtype=np.int64)
 
 
-def min_dram_bytes(problem: Problem, grid: CoreGrid, orders: np.ndarray, group_bytes: np.ndarray) -> float:
-    """Least of ``sum_X rho_X * group_bytes[X]`` over orders and tiles that fit the smallest core.
+def min_dram_bytes(problem: Problem, lmin: tuple[int, ...], orders: np.ndarray, group_bytes: np.ndarray) -> float:
+    """Least of ``sum_X rho_X * group_bytes[X]`` over orders and tiles that fit the smallest core
+    (``lmin``: the shortest slice of the split along every dimension).
 
     ``group_bytes[X]``: compulsory bytes of X summed over its multicast groups (output: the final
     write; partial sums add ``2 (V - 1)`` of ``group_bytes[3]``). The reload factors of the minimal
     fitting trip counts depend only on the smallest core, so they are cached per problem.
     """
-    lmin = tuple(min(c.length[d] for c in grid.cores) for d in DIMS)
+    lmin = tuple(int(x) for x in lmin)
     cache: dict[tuple[int, ...], np.ndarray] = problem.__dict__.setdefault("_frontier_rho", {})
     if lmin not in cache:
         cache[lmin] = _frontier_rho(problem, lmin, orders)
@@ -74,50 +75,59 @@ def _frontier_rho(problem: Problem, lmin: tuple[int, ...], orders: np.ndarray) -
                 out[:, mem_of[op]] += boxes[op] * factor
         return out
 
-    def fits(t: np.ndarray) -> np.ndarray:
-        used = need(t)
-        return np.logical_and.reduce([used[:, m] <= cap[m] for m in range(len(cap))])
-
     # Every memory's need is linear in the C tile (input and weight boxes grow with it, the output box
     # does not), so for each choice of the other tiles the largest fitting C tile is direct: only it
-    # can be minimal. The others are then checked one dimension at a time, as below.
+    # can be minimal.
     chan = per_dim[Dim.C]
-    found: list[np.ndarray] = []
     others = [d for d in DIMS if d is not Dim.C]
-    for first in range(len(per_dim[others[0]])):  # chunks over the outermost dimension bound memory
-        grids = np.meshgrid(np.array([first]), *[np.arange(len(per_dim[d])) for d in others[1:]], indexing="ij")
-        idx = np.zeros((grids[0].size, NDIMS), dtype=np.int64)
+    sizes = [len(per_dim[d]) for d in others]
+
+    def best_c(first: int) -> np.ndarray:
+        """Index into ``chan`` of the largest fitting C tile (-1: none fits) for every choice of the
+        other tiles whose outermost is its ``first`` value, over their grid (shaped like it)."""
+        grids = np.meshgrid(np.array([first]), *[np.arange(n) for n in sizes[1:]], indexing="ij")
+        t = np.zeros((grids[0].size, NDIMS), dtype=np.int64)
         for g, d in zip(grids, others, strict=True):
-            idx[:, d] = g.ravel()
-        t = np.stack([per_dim[d][idx[:, d]] for d in DIMS], axis=1)
-        t[:, Dim.C] = 0
+            t[:, d] = per_dim[d][g.ravel()]
         base = need(t)
         t[:, Dim.C] = 1
         slope = need(t) - base
         room = cap[None, :] - base
         with np.errstate(divide="ignore", invalid="ignore"):
             limit = np.where(slope > 0, room // np.where(slope > 0, slope, 1), np.where(room >= 0, chan[-1], -1))
-        best_c = np.minimum.reduce(list(limit.T))
-        idx[:, Dim.C] = np.searchsorted(chan, best_c, side="right") - 1
-        keep = idx[:, Dim.C] >= 0
-        idx, t = idx[keep], t[keep]
-        t[:, Dim.C] = chan[idx[:, Dim.C]]
-        # Fewer trips never raise a reload factor: only the fitting trip counts none of whose
-        # dimensions could take the next larger tile and still fit can be minimal.
-        keep = np.ones(len(t), dtype=bool)
-        for d in others:
-            bigger = idx[:, d] + 1 < len(per_dim[d])
-            if not np.any(bigger & keep):
+        return (np.searchsorted(chan, np.minimum.reduce(list(limit.T)), side="right") - 1).reshape(grids[0].shape)
+
+    # Fewer trips never raise a reload factor: only the fitting trip counts none of whose dimensions
+    # could take the next larger tile and still fit can be minimal. By linearity again, the next
+    # larger tile along d fits with this C tile exactly when the neighbour's largest C tile is at
+    # least this one: a comparison of neighbours on the grid (chunks over the outermost dimension
+    # bound memory; its neighbour is the next chunk).
+    found: list[np.ndarray] = []
+    following: np.ndarray | None = best_c(0)
+    for first in range(sizes[0]):
+        assert following is not None
+        here = following
+        following = best_c(first + 1) if first + 1 < sizes[0] else None
+        keep = here >= 0
+        if following is not None:
+            keep &= ~(following >= here)
+        for a in range(1, len(others)):
+            if sizes[a] < 2:
                 continue
-            t2 = t.copy()
-            t2[:, d] = per_dim[d][np.minimum(idx[:, d] + 1, len(per_dim[d]) - 1)]
-            keep &= ~(bigger & fits(t2))
-        if not np.any(keep):
+            lower = [slice(None)] * len(others)
+            upper = [slice(None)] * len(others)
+            lower[a], upper[a] = slice(0, -1), slice(1, None)
+            keep[tuple(lower)] &= ~(here[tuple(upper)] >= here[tuple(lower)])
+        rows = np.flatnonzero(keep)
+        if not len(rows):
             continue
-        trips = -(-lmin_arr // t[keep])
-        hoist = np.zeros((len(trips), 3, NDIMS), dtype=bool)
-        found.append(np.stack([reload_factors(np.broadcast_to(order, trips.shape), trips, hoist)
-                               for order in orders], axis=1))
+        t = np.zeros((len(rows), NDIMS), dtype=np.int64)
+        index = list(np.unravel_index(rows, here.shape))
+        index[0] = index[0] + first
+        for d, i in zip(others, index, strict=True):
+            t[:, d] = per_dim[d][i]
+        t[:, Dim.C] = chan[here.ravel()[rows]]
+        found.append(reload_factors_orders(orders, -(-lmin_arr // t)))
     if not found:
         return np.zeros((0, len(orders), 3))
     return np.concatenate(found).astype(np.float64)

@@ -13,7 +13,7 @@ import numpy as np
 from tileplan.cost.batch import CostBatch, MappingBatch
 from tileplan.cost.kernel_tables import KernelTables
 from tileplan.cost.model import compute_cycles, evaluate, evaluate_orders, grid_tables, split_tables
-from tileplan.cost.problem import CoreGrid, Problem
+from tileplan.cost.problem import CoreGrid, Problem, SplitSlices, input_extent
 from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
 from tileplan.mapping import Mapping
 from tileplan.search.bounds import min_dram_bytes
@@ -34,7 +34,7 @@ from tileplan.search.space import (
 Progress = Callable[[int, int], None]
 
 
-def split_lower_bound(problem: Problem, grid: CoreGrid, objective: Objective) -> float:
+def split_lower_bound(problem: Problem, split: SplitSlices, objective: Objective) -> float:
     """A value no mapping of this core split can beat: ideal compute on the busiest core, and each
     multicast group fetching exactly the data its slice needs, once."""
     arch = problem.arch
@@ -43,16 +43,10 @@ def split_lower_bound(problem: Problem, grid: CoreGrid, objective: Objective) ->
     for axis_lanes in problem.lanes:
         pes *= axis_lanes
     pes *= arch.pe_array.macs_per_pe_per_cycle
-    compute = max(math.ceil(int(np.prod(c.length)) * problem.op_factor / pes) for c in grid.shapes)
-    dram = 0.0
+    compute = math.ceil(split.largest_core_points() * problem.op_factor / pes)
     has = problem.has_operand
-    for op in OPERANDS:
-        if not has[op]:
-            continue
-        for members in grid.groups[op]:
-            core = grid.cores[members[0]]
-            dram += _compulsory_elems(problem, core.offset, core.length, op) * prec.of(op)
-    dram *= 1.0
+    # Integers below 2**53: exactly the float sum over groups.
+    dram = float(sum(split.group_elements(problem, op) * prec.of(op) for op in OPERANDS if has[op]))
     dram_cycles = dram / arch.dram_bytes_per_cycle
     latency = max(compute, dram_cycles) if arch.overlap else compute + dram_cycles
     energy = problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
@@ -60,23 +54,21 @@ def split_lower_bound(problem: Problem, grid: CoreGrid, objective: Objective) ->
     return float(objective.combine(latency, energy, dram))
 
 
-def split_tight_bound(problem: Problem, grid: CoreGrid, objective: Objective, orders: np.ndarray) -> float:
+def split_tight_bound(problem: Problem, split: SplitSlices, objective: Objective, orders: np.ndarray) -> float:
     """:func:`split_lower_bound` with the DRAM part tightened by ``search.bounds.min_dram_bytes``."""
     arch = problem.arch
     prec = problem.precision
     pes = int(np.prod(problem.lanes)) * arch.pe_array.macs_per_pe_per_cycle
-    compute = max(math.ceil(int(np.prod(c.length)) * problem.op_factor / pes) for c in grid.shapes)
+    compute = math.ceil(split.largest_core_points() * problem.op_factor / pes)
     group_bytes = np.zeros(4)
     for op in OPERANDS:
         if not problem.has_operand[op]:
             continue
-        for members in grid.groups[op]:
-            core = grid.cores[members[0]]
-            elems = _compulsory_elems(problem, core.offset, core.length, op)
-            group_bytes[op] += elems * prec.of(op)
-            if op is Operand.OUTPUT:
-                group_bytes[3] += elems * prec.psum
-    dram = min_dram_bytes(problem, grid, orders, group_bytes)
+        elems = split.group_elements(problem, op)
+        group_bytes[op] = elems * prec.of(op)
+        if op is Operand.OUTPUT:
+            group_bytes[3] = elems * prec.psum
+    dram = min_dram_bytes(problem, split.min_length, orders, group_bytes)
     # Every run of r bytes costs ceil(r / burst) >= r / burst bursts.
     dram_cycles = dram / arch.dram_bytes_per_cycle + dram / arch.dram.burst_bytes * arch.burst_latency_cycles
     latency = max(compute, dram_cycles) if arch.overlap else compute + dram_cycles
@@ -100,15 +92,8 @@ def _count_compulsory(problem: Problem, offset: tuple[int, ...], length: tuple[i
         return L[Dim.G] * L[Dim.K] * L[Dim.C] * L[Dim.R] * L[Dim.S]
     if op is Operand.OUTPUT:
         return L[Dim.N] * L[Dim.G] * L[Dim.K] * L[Dim.P] * L[Dim.Q]
-    extents = []
-    for axis, (dp, dk) in enumerate(((Dim.P, Dim.R), (Dim.Q, Dim.S))):
-        size = problem.in_h if axis == 0 else problem.in_w
-        stride, dil = problem.stride[axis], problem.dilation[axis]
-        start = problem.input_window_start(axis, offset[dp])
-        # Exactly the rows (columns) some output of the slice reads: strides may skip some, and a
-        # window may fall entirely in the padding.
-        used = {start + p * stride + k * dil for p in range(L[dp]) for k in range(L[dk])}
-        extents.append(sum(1 for i in used if 0 <= i < size))
+    # R and S are never split: a core reads the input window of its P and Q slices.
+    extents = [input_extent(problem, 0, offset[Dim.P], L[Dim.P]), input_extent(problem, 1, offset[Dim.Q], L[Dim.Q])]
     return L[Dim.N] * L[Dim.G] * L[Dim.C] * extents[0] * extents[1] * problem.layer.input_count
 
 
@@ -234,8 +219,8 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     t0 = time.perf_counter()
     splits = split_options(problem)
     orders = class_orders() if orders is None else np.asarray(orders, dtype=np.int64)
-    grids = [problem.core_grid(*s) for s in splits]
-    bounds = np.array([split_lower_bound(problem, g, objective) for g in grids])
+    slices = [problem.split_slices(*s) for s in splits]
+    bounds = np.array([split_lower_bound(problem, x, objective) for x in slices])
     visit = np.lexsort((np.arange(len(splits)), bounds))
     best_key: tuple[float, ...] | None = None
     best: tuple[Mapping, CostBatch] | None = None
@@ -254,15 +239,16 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     for rank, s in enumerate(visit):
         if rank % part[1] != part[0]:
             continue
-        grid = grids[s]
-        uopts = spatial_options(problem, grid.max_length)
-        space += float(np.prod([float(x) for x in grid.max_length])) * n_orders * len(uopts)
+        max_length = slices[s].max_length
+        uopts = spatial_options(problem, max_length)
+        space += float(np.prod([float(x) for x in max_length])) * n_orders * len(uopts)
         if progress:
             progress(rank, len(splits))
         if pruned(bounds[s]) or (best_key is not None or shared is not None) and pruned(
-                split_tight_bound(problem, grid, objective, orders)):
+                split_tight_bound(problem, slices[s], objective, orders)):
             continue
         searched += 1
+        grid = problem.core_grid(*splits[s])
         groups = tile_groups(problem, grid, uopts, group_cache)
         tiles = memo(("feasible_product", problem.layer.signature(), capacity_free_key(problem.arch),
                       tuple(int(c) for c in problem.capacity_bytes), splits[s]),

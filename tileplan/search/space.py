@@ -28,6 +28,7 @@ from tileplan.cost.problem import CoreGrid, Problem
 from tileplan.cost.tables import halo_table, plain_bursts
 from tileplan.dims import DIMS, NDIMS, OPERANDS, RELEVANT, Dim, Operand
 from tileplan.mapping import DEFAULT_LAYOUTS
+from tileplan.search import tile_product
 from tileplan.search.memo import capacity_free_key, memo
 
 _IRRELEVANT = {op: [d for d in DIMS if d not in RELEVANT[op]] for op in OPERANDS}
@@ -151,15 +152,22 @@ class TileGroup:
     # quantity (only footprint larger), reduced to those with a minimal footprint
 
 
-def _pareto(features: np.ndarray, classes: np.ndarray) -> np.ndarray:
+def _pareto(features: np.ndarray, classes: np.ndarray, *, compiled: bool | None = None) -> np.ndarray:
     """Indices (ascending) of rows not dominated (all features <=, one <) by another row of the
-    same class; exact duplicates keep the first row."""
+    same class; exact duplicates keep the first row. Big groups take the compiled loop of
+    ``search.tile_product`` (same rows; ``compiled`` forces the choice)."""
     keep = np.zeros(len(features), dtype=bool)
     for cls in np.unique(classes, axis=0):
         idx = np.nonzero(np.all(classes == cls, axis=1))[0]
         f = features[idx]
+        order = np.lexsort(f.T[::-1])
+        walk = tile_product.compiled_front() if (tile_product.front_wanted(len(f)) if compiled is None
+                                                 else compiled) else None
+        if walk is not None:
+            keep[idx[order[walk(np.ascontiguousarray(f[order], dtype=np.int64))]]] = True
+            continue
         front: list[int] = []
-        for j in np.lexsort(f.T[::-1]):
+        for j in order:
             row = f[j]
             if front and np.any(np.all(f[front] <= row, axis=1)):
                 continue
@@ -334,14 +342,16 @@ def _step_bytes(problem: Problem, op: Operand) -> list[int]:
     return step
 
 
-def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 << 21) -> np.ndarray:
+def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 << 21, *,
+                     compiled: bool | None = None) -> np.ndarray:
     """(n, 8) tile vectors of the combinations of group candidates that fit every on-chip memory on
     every core shape and in which no group's candidate could be swapped for one that is at least as
     good in every cost quantity and still fit (such a swap never makes any objective worse).
 
     Built group by group: partial combinations that overflow a memory even with the smallest
     remaining candidates are dropped, and so are those whose newest candidate has a better swap
-    that fits even with the largest remaining candidates."""
+    that fits even with the largest remaining candidates. Big products take the compiled walk of
+    ``search.tile_product`` (same set, same order; ``compiled`` forces the choice)."""
     # Largest groups first: when the small ones come last, the bound on what is still to come is
     # tight and dominated partial combinations are dropped before they multiply.
     groups = sorted(groups, key=lambda g: -len(g.tiles))
@@ -359,6 +369,43 @@ def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 <
         lo[i] = lo[i + 1] * mins[i]
         hi[i] = hi[i + 1] * maxs[i]
     weights = elem_bytes * factor
+    if compiled is None:
+        compiled = tile_product.wanted(float(np.prod([float(len(g.tiles)) for g in groups])))
+    if compiled and tile_product.compiled_walk() is not None:
+        rows = _compiled_rows(problem, groups, np.array(lo), np.array(hi), weights, mem_of, cap)
+    else:
+        rows = _vectorised_rows(problem, groups, lo, hi, weights, mem_of, cap, chunk)
+    tiles = np.ones((len(rows), NDIMS), dtype=np.int64)
+    for i, g in enumerate(groups):
+        for j, d in enumerate(g.dims):
+            tiles[:, d] = g.tiles[rows[:, i], j]
+    return tiles
+
+
+def _compiled_rows(problem: Problem, groups: list[TileGroup], lo: np.ndarray, hi: np.ndarray, weights: np.ndarray,
+                   mem_of: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """(n, groups) picks of the feasible product by ``search.tile_product``'s compiled walk."""
+    walk = tile_product.compiled_walk()
+    assert walk is not None
+    starts = np.concatenate([[0], np.cumsum([len(g.tiles) for g in groups])]).astype(np.int64)
+    foot = np.ascontiguousarray(np.concatenate([g.footprint for g in groups]), dtype=np.int64)
+    width = max(1, max(len(d) for g in groups for d in g.dominators))
+    doms = np.full((len(foot), width), -1, dtype=np.int64)
+    row = 0
+    for g in groups:
+        for dom in g.dominators:
+            doms[row, :len(dom)] = dom
+            row += 1
+    has = np.array(problem.has_operand, dtype=np.bool_)
+    return np.asarray(walk(foot, starts, doms, np.ascontiguousarray(lo, dtype=np.int64),
+                           np.ascontiguousarray(hi, dtype=np.int64), weights.astype(np.int64),
+                           mem_of.astype(np.int64), has, cap.astype(np.int64)))
+
+
+def _vectorised_rows(problem: Problem, groups: list[TileGroup], lo: list[np.ndarray], hi: list[np.ndarray],
+                     weights: np.ndarray, mem_of: np.ndarray, cap: np.ndarray, chunk: int) -> np.ndarray:
+    """(n, groups) picks of the feasible product, built breadth-first over whole arrays."""
+    shapes = groups[0].footprint.shape[1]
     rows = np.zeros((1, 0), dtype=np.int64)
     partial = np.ones((1, shapes, 3), dtype=np.int64)
     for i, g in enumerate(groups):
@@ -378,7 +425,7 @@ def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 <
                 new_rows.append(np.concatenate([rows[parent[keep]], pick[keep, None]], axis=1))
                 new_partial.append(cand[keep])
         if not new_rows:
-            return np.zeros((0, NDIMS), dtype=np.int64)
+            return np.zeros((0, len(groups)), dtype=np.int64)
         rows = np.concatenate(new_rows)
         partial = np.concatenate(new_partial)
     # Exact check of every group now that the combinations are complete.
@@ -386,12 +433,7 @@ def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 <
     ones = np.ones((shapes, 3), dtype=np.int64)
     for i, g in enumerate(groups[:-1]):
         keep &= ~_swap_fits(problem, g, rows[:, i], partial, ones, weights, mem_of, cap)
-    rows = rows[keep]
-    tiles = np.ones((len(rows), NDIMS), dtype=np.int64)
-    for i, g in enumerate(groups):
-        for j, d in enumerate(g.dims):
-            tiles[:, d] = g.tiles[rows[:, i], j]
-    return tiles
+    return rows[keep]
 
 
 def _fits(problem: Problem, boxes: np.ndarray, weights: np.ndarray, mem_of: np.ndarray,
