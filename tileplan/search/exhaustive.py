@@ -12,7 +12,15 @@ import numpy as np
 
 from tileplan.cost.batch import CostBatch, MappingBatch
 from tileplan.cost.kernel_tables import KernelTables
-from tileplan.cost.model import compute_cycles, evaluate, evaluate_orders, grid_tables, split_tables
+from tileplan.cost.model import (
+    compute_cycles,
+    evaluate,
+    evaluate_orders,
+    grid_tables,
+    split_tables,
+    storage_order,
+    tensor_sizes,
+)
 from tileplan.cost.problem import CoreGrid, Problem, SplitSlices, input_extent
 from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
 from tileplan.mapping import Mapping
@@ -54,12 +62,37 @@ def split_lower_bound(problem: Problem, split: SplitSlices, objective: Objective
     return float(objective.combine(latency, energy, dram))
 
 
+#: Relative margin taken off the tightened bound's floating-point parts, so rounding can never lift
+#: it above a value the model computes with its own (differently ordered) float operations.
+_ROUNDING_MARGIN = 1e-9
+
+
 def split_tight_bound(problem: Problem, split: SplitSlices, objective: Objective, orders: np.ndarray) -> float:
-    """:func:`split_lower_bound` with the DRAM part tightened by ``search.bounds.min_dram_bytes``."""
+    """:func:`split_lower_bound` tightened three ways; each is a lower bound for every mapping of the split.
+
+    * DRAM bytes: ``search.bounds.min_dram_bytes`` (reload factors of the smallest core).
+    * Bursts: every run of contiguous bytes of operand X is at most :func:`longest_runs`'s ``R_X``
+      bytes long, and ``ceil(r / B) >= r / min(B, R_X)`` for every run ``r <= R_X`` (if ``R_X <= B``
+      the run costs one burst and ``r / R_X <= 1``; otherwise ``ceil(r / B) >= r / B``). So X's
+      bursts are at least its bytes / ``min(B, R_X)``, in every multicast group (a group's bursts
+      are those of its busiest member, at least those of the member moving the most bytes), and
+      the DRAM cycles are at least ``sum_X bytes_X * (1 / bandwidth + latency / min(B, R_X))``:
+      ``min_dram_bytes`` of the per-operand weighted compulsory bytes (it is linear in them).
+    * Compute: :func:`min_compute_cycles` (the flattened PE axes' rounding on the largest core).
+    """
+    return _split_bound(problem, split, objective, orders)
+
+
+def split_run_bound(problem: Problem, split: SplitSlices, objective: Objective) -> float:
+    """:func:`split_tight_bound` with every reload factor 1 (each operand moves its compulsory
+    bytes once): weaker, but it needs no trip-count frontier, so it is cheap enough to try first."""
+    return _split_bound(problem, split, objective, None)
+
+
+def _split_bound(problem: Problem, split: SplitSlices, objective: Objective, orders: np.ndarray | None) -> float:
     arch = problem.arch
     prec = problem.precision
-    pes = int(np.prod(problem.lanes)) * arch.pe_array.macs_per_pe_per_cycle
-    compute = math.ceil(split.largest_core_points() * problem.op_factor / pes)
+    compute = min_compute_cycles(problem, split)
     group_bytes = np.zeros(4)
     for op in OPERANDS:
         if not problem.has_operand[op]:
@@ -68,13 +101,110 @@ def split_tight_bound(problem: Problem, split: SplitSlices, objective: Objective
         group_bytes[op] = elems * prec.of(op)
         if op is Operand.OUTPUT:
             group_bytes[3] = elems * prec.psum
-    dram = min_dram_bytes(problem, split.min_length, orders, group_bytes)
-    # Every run of r bytes costs ceil(r / burst) >= r / burst bursts.
-    dram_cycles = dram / arch.dram_bytes_per_cycle + dram / arch.dram.burst_bytes * arch.burst_latency_cycles
+
+    def least(weighted: np.ndarray) -> float:
+        """Least of ``sum_X rho_X * weighted[X]`` (outputs: ``weighted[2] + 2 (rho - 1) weighted[3]``)."""
+        if orders is None:
+            return float(weighted[0] + weighted[1] + weighted[2])
+        return min_dram_bytes(problem, split.min_length, orders, weighted)
+
+    dram = least(group_bytes)
+    burst = arch.dram.burst_bytes
+    lat = arch.burst_latency_cycles
+    bw = arch.dram_bytes_per_cycle
+    if lat > 0:
+        runs = longest_runs(problem, split)
+        per_byte = np.array([1 / bw + lat / min(burst, runs[0] * prec.input),
+                             1 / bw + lat / min(burst, runs[1] * prec.weight),
+                             1 / bw + lat / min(burst, runs[2] * prec.output),
+                             1 / bw + lat / min(burst, runs[2] * prec.psum)])
+        dram_cycles = least(group_bytes * per_byte) * (1 - _ROUNDING_MARGIN)
+    else:
+        dram_cycles = dram / bw
     latency = max(compute, dram_cycles) if arch.overlap else compute + dram_cycles
     energy = problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
         dram * arch.dram.energy_pj_per_byte
     return float(objective.combine(latency, energy, dram))
+
+
+def min_compute_cycles(problem: Problem, split: SplitSlices) -> int:
+    """Compute cycles no mapping of the split can beat: those of its largest core (every core runs
+    at least its own, and the chip waits for the slowest), with the unrolled axes ideal and each
+    flattened axis rounded up on the whole slice.
+
+    ``cost.kernel.compute_cycles`` of a core of slice lengths ``L`` is
+    ``ceil(op * prod_d c_d * prod_a acc_a / macs)``: ``c_d = L_d`` for a dimension that is not
+    unrolled and ``sum ceil(t / u_d) >= L_d / u_d`` for one unrolled ``u_d`` times (the unroll
+    factors of a candidate multiply to at most the unrolled axes' lanes, each dimension on one
+    axis); ``acc_a``, the steps of flattened axis ``a``, is a sum over tile positions of
+    ``ceil(points / lanes_a)``, at least ``ceil(sum of points / lanes_a) = ceil(F_a / lanes_a)``
+    (``F_a``: the slice's points along the axis's dimensions). Integer arithmetic throughout.
+    """
+    length = split.max_length
+    flat: set[int] = set()
+    steps = 1
+    for dims, lanes in problem.flattened_axes:
+        points = 1
+        for d in dims:
+            points *= int(length[d])
+            flat.add(int(d))
+        steps *= -(-points // lanes)
+    others = 1
+    for d in DIMS:
+        if int(d) not in flat:
+            others *= int(length[d])
+    unrolled = problem.arch.pe_array.macs_per_pe_per_cycle
+    from tileplan.arch.spec import AxisMode
+
+    for axis, lanes in zip(problem.arch.pe_array.axes, problem.lanes, strict=True):
+        if axis.mode is not AxisMode.FLATTENED:
+            unrolled *= lanes
+    return -(-(problem.op_factor * others * steps) // unrolled)
+
+
+def longest_runs(problem: Problem, split: SplitSlices) -> tuple[int, int, int]:
+    """Elements of the longest contiguous DRAM run any tile of the split can move, per operand
+    (input, weight, output; default layouts).
+
+    ``cost.kernel.operand_pass``: a run lies along one storage dimension ``j`` and spans
+    ``ext_j`` steps of it times the whole sizes of the dimensions inside ``j``, and it only does
+    when every tile along those inner dimensions spans the whole tensor dimension. A tile's extent
+    is at most its core's slice: the slice length for a plain dimension, the clipped window of the
+    slice for input rows/columns (strides skip nothing inside a window). So, from the innermost
+    dimension outwards, the run grows by whole sizes while some core's extent is the whole size,
+    and ends with the first dimension whose longest extent is shorter.
+    """
+    from tileplan.cost.kernel_tables import STORAGE_LOOP
+    from tileplan.mapping import DEFAULT_LAYOUTS
+
+    out = []
+    for op in OPERANDS:
+        sizes = tensor_sizes(problem, op)
+        run = 1
+        for e in reversed(storage_order(op, DEFAULT_LAYOUTS[op])):
+            if op is Operand.INPUT and e >= 3:
+                axis = e - 3
+                d_out, d_k = (Dim.P, Dim.R) if axis == 0 else (Dim.Q, Dim.S)
+                extent = max(_window_span(problem, axis, off, ln, int(problem.dims[d_k]))
+                             for off, ln in split.slices[d_out])
+            else:
+                extent = max(ln for _, ln in split.slices[STORAGE_LOOP[op][e]])
+            extent = min(extent, sizes[e])
+            run *= extent
+            if extent < sizes[e]:
+                break
+        out.append(max(run, 1))  # 0: no core reads the operand (no bytes to weigh)
+    return out[0], out[1], out[2]
+
+
+def _window_span(problem: Problem, axis: int, offset: int, length: int, kernel: int) -> int:
+    """Input rows (axis 0) or columns (axis 1) between the first and the last that output indices
+    ``offset .. offset + length - 1`` read, clipped to the tensor (``cost.tables.halo_table``'s
+    extent of a tile covering the whole slice)."""
+    start = problem.input_window_start(axis, offset)
+    span = (length - 1) * problem.stride[axis] + (kernel - 1) * problem.dilation[axis] + 1
+    size = problem.in_h if axis == 0 else problem.in_w
+    return max(0, min(start + span, size) - max(start, 0))
 
 
 def _compulsory_elems(problem: Problem, offset: tuple[int, ...], length: tuple[int, ...], op: Operand) -> int:
@@ -244,8 +374,9 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
         space += float(np.prod([float(x) for x in max_length])) * n_orders * len(uopts)
         if progress:
             progress(rank, len(splits))
-        if pruned(bounds[s]) or (best_key is not None or shared is not None) and pruned(
-                split_tight_bound(problem, slices[s], objective, orders)):
+        if pruned(bounds[s]) or (best_key is not None or shared is not None) and (
+                pruned(split_run_bound(problem, slices[s], objective))
+                or pruned(split_tight_bound(problem, slices[s], objective, orders))):
             continue
         searched += 1
         grid = problem.core_grid(*splits[s])
