@@ -19,6 +19,7 @@ from tileplan.cost.problem import Problem
 from tileplan.dims import NDIMS
 from tileplan.search import exhaustive
 from tileplan.search.exhaustive import (
+    input_line_cycles,
     longest_runs,
     min_compute_cycles,
     split_lower_bound,
@@ -116,3 +117,21 @@ def test_longest_runs_and_flattened_compute_on_resnet50_down() -> None:
     split = problem.split_slices((1, 1, 4, 1, 1, 1, 1, 1), (1, 1, 1, 1, 7, 1, 1, 1))
     assert min_compute_cycles(problem, split) == 256 * 512 * 4
     assert longest_runs(problem, split)[0] == 27
+
+
+def test_input_lines_of_a_stride_2_layer() -> None:
+    """res4a_down on nmp, K over 4 clusters and P over 4 cores: Q is whole but a stride-2 window of
+    14 output columns spans 27 of the 28 input columns, so every run lies in one row. The cheapest
+    row is one tile of 14 columns: 54 bytes in one burst, 54 / 17 + 14 cycles, for 14 used columns;
+    the 401,408 used input elements (4 cluster copies of 512 x 14 x 14) make 28,672 such rows."""
+    layer = Layer.conv("res4a_down", c_in=512, h=28, w=28, k_out=1024, r=1, stride=2, pad=0)
+    problem = Problem(layer, load("nmp"))
+    split = problem.split_slices((1, 1, 4, 1, 1, 1, 1, 1), (1, 1, 1, 1, 4, 1, 1, 1))
+    assert split.group_elements(problem, 0) == 401_408
+    assert input_line_cycles(problem, split) == pytest.approx(28_672 * (54 / 17 + 14), rel=1e-12)
+    # Q over 2 cores: 7 columns span 13; one burst of 26 bytes per row piece.
+    split = problem.split_slices((1, 1, 4, 1, 1, 1, 1, 1), (1, 1, 1, 1, 1, 2, 1, 1))
+    assert input_line_cycles(problem, split) == pytest.approx(401_408 // 14 * 2 * (26 / 17 + 14), rel=1e-12)
+    # A 3x3 stride-1 layer whose unsplit windows cover whole rows: runs may go on into the next row.
+    wide = Problem(Layer.conv("c", c_in=8, h=14, w=14, k_out=8, r=3, pad=1), load("nmp"))
+    assert input_line_cycles(wide, wide.split_slices((1,) * 8, (1,) * 8)) is None

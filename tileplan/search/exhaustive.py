@@ -78,6 +78,8 @@ def split_tight_bound(problem: Problem, split: SplitSlices, objective: Objective
       are those of its busiest member, at least those of the member moving the most bytes), and
       the DRAM cycles are at least ``sum_X bytes_X * (1 / bandwidth + latency / min(B, R_X))``:
       ``min_dram_bytes`` of the per-operand weighted compulsory bytes (it is linear in them).
+    * Input rows read in short pieces: :func:`input_line_cycles` replaces the input's weighted bytes
+      when it is larger.
     * Compute: :func:`min_compute_cycles` (the flattened PE axes' rounding on the largest core).
     """
     return _split_bound(problem, split, objective, orders)
@@ -118,13 +120,70 @@ def _split_bound(problem: Problem, split: SplitSlices, objective: Objective, ord
                              1 / bw + lat / min(burst, runs[1] * prec.weight),
                              1 / bw + lat / min(burst, runs[2] * prec.output),
                              1 / bw + lat / min(burst, runs[2] * prec.psum)])
-        dram_cycles = least(group_bytes * per_byte) * (1 - _ROUNDING_MARGIN)
+        weighted = group_bytes * per_byte
+        lines = input_line_cycles(problem, split)
+        if lines is not None:
+            weighted[0] = max(weighted[0], lines)
+        dram_cycles = least(weighted) * (1 - _ROUNDING_MARGIN)
     else:
         dram_cycles = dram / bw
     latency = max(compute, dram_cycles) if arch.overlap else compute + dram_cycles
     energy = problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
         dram * arch.dram.energy_pj_per_byte
     return float(objective.combine(latency, energy, dram))
+
+
+def input_line_cycles(problem: Problem, split: SplitSlices) -> float | None:
+    """DRAM cycles (bytes / bandwidth + bursts x latency) of one sweep of the input's tiles, at least,
+    summed over its multicast groups, when no core's window along the innermost input dimension
+    (a halo axis in the default layout) spans the whole tensor; None otherwise.
+
+    Then no tile spans it either, so every run lies within one line of that axis and
+    ``cost.kernel.operand_pass`` gives a core's sweep as ``copies * (product over the other storage
+    dimensions of their extents summed over tile positions) * line``, with ``line = sum_ext * b /
+    bandwidth + every * latency`` the cost of the line's tiles (``cost.tables.halo_table``, at
+    ``b`` bytes per element). The other sums are the slice lengths for channels and batch and, for
+    the other halo axis, at least the rows the slice uses (every used row lies in some tile's
+    window); ``line`` is at least its least value over every tile size of the axis's output and
+    kernel loops. The rest of the product is ``SplitSlices.group_elements`` without the axis's
+    factor (the used columns summed over its slices): that factor is replaced by the summed least
+    line costs. Strided windows fetch the columns they skip, so this can exceed the compulsory
+    bytes' weight by far (a stride-2 1x1 layer reads about twice its used columns, or pays a burst
+    per column).
+    """
+    from tileplan.cost.tables import halo_table
+    from tileplan.mapping import DEFAULT_LAYOUTS
+
+    if not problem.has_operand[Operand.INPUT]:
+        return None
+    innermost = storage_order(Operand.INPUT, DEFAULT_LAYOUTS[Operand.INPUT])[-1]
+    if innermost < 3:
+        return None
+    axis = innermost - 3
+    d_out, d_k = (Dim.P, Dim.R) if axis == 0 else (Dim.Q, Dim.S)
+    size = problem.in_h if axis == 0 else problem.in_w
+    kernel = int(problem.dims[d_k])
+    slices = split.slices[d_out]
+    if max(_window_span(problem, axis, off, ln, kernel) for off, ln in slices) >= size:
+        return None
+    used = sum(input_extent(problem, axis, off, ln) for off, ln in slices)
+    if used == 0:
+        return None
+    arch = problem.arch
+    b = problem.precision.input
+    cache: dict[tuple[int, int, int], float] = problem.__dict__.setdefault("_input_line_cycles", {})
+    total = 0.0
+    for off, ln in slices:
+        key = (axis, off, ln)
+        if key not in cache:
+            table = halo_table(ln, problem.input_window_start(axis, off), size, problem.stride[axis],
+                               problem.dilation[axis], kernel)
+            every, _ = table.bursts(b, arch.dram.burst_bytes)
+            line = table.sum_ext[:, :, 0, 0] * b / arch.dram_bytes_per_cycle + \
+                every[:, :, 0, 0] * arch.burst_latency_cycles
+            cache[key] = float(line.min())
+        total += cache[key]
+    return split.group_elements(problem, Operand.INPUT) // used * total
 
 
 def min_compute_cycles(problem: Problem, split: SplitSlices) -> int:
