@@ -72,14 +72,19 @@ H_PARTIAL = 4  # bursts over the positions that do not span the whole dimension
 H_SUM00 = 5  # H_SUM without hoisting (the same for every hoist flag)
 N_HALO = 6
 
-# Rows of the trip table ``dd[s, row, d]``.
+# Rows of the trip table ``dd[s, row, d]`` (columns: the 8 dimensions, then D_NEUTRAL).
 D_TILE = 0  # tile size clipped to the slice
 D_TRIPS = 1  # tiles along the slice: ceil(length / tile)
 D_REM = 2  # size of the last (remainder) tile
+D_NEUTRAL = 8  # a dimension of length 1 (fills unused slots of a flattened PE-array axis)
+DD_COLS = 9
 
 
 def trip_table(K: Any, s: int, t: Any, dd: Any) -> None:
     """Fill ``dd[s, :, d]`` for every dimension ``d`` of core shape ``s`` (rows ``D_*``)."""
+    dd[s, D_TILE, D_NEUTRAL] = 1
+    dd[s, D_TRIPS, D_NEUTRAL] = 1
+    dd[s, D_REM, D_NEUTRAL] = 1
     for d in range(8):
         length = K.length[s, d]
         tc = np.minimum(t[d], length)
@@ -166,20 +171,29 @@ def compute_cycles(K: Any, s: int, u: Any, dd: Any) -> Any:
         ud = u[d]
         spatial = (n - 1) * cdiv(tc, ud) + cdiv(rem, ud)
         total = total * select(ud > 1, spatial, length)
-    for ax in range(K.fax_len.shape[0]):
-        k = K.fax_len[ax]
+    for ax in range(K.fax_dims.shape[0]):
+        # Sum over every combination of whole (n - 1 of them) and remainder tiles of the axis's four
+        # dimension slots (an unused slot is the neutral column: its whole-tile term is 0, its remainder
+        # factor 1), in the order of the bits remainder-or-not of slots 0..3, slot 0 the most significant.
         lanes = K.fax_lanes[ax]
         lshift = K.fax_shift[ax]
+        d0 = K.fax_dims[ax, 0]
+        d1 = K.fax_dims[ax, 1]
+        d2 = K.fax_dims[ax, 2]
+        d3 = K.fax_dims[ax, 3]
         acc = 0.0
-        for pick in range(1 << k):
-            count = 1
-            prod = 1
-            for jj in range(k):
-                d = K.fax_dims[ax, jj]
-                last = (pick >> (k - 1 - jj)) & 1  # 1: the remainder tile, 0: the n - 1 whole tiles
-                prod = prod * select(last, dd[s, D_REM, d], dd[s, D_TILE, d])
-                count = count * select(last, 1, dd[s, D_TRIPS, d] - 1)
-            acc = acc + count * cdiv_by(prod, lanes, lshift)
+        for x in range(4):
+            r0 = x >> 1
+            r1 = x & 1
+            prod01 = select(r0, dd[s, D_REM, d0], dd[s, D_TILE, d0]) * select(r1, dd[s, D_REM, d1], dd[s, D_TILE, d1])
+            count01 = select(r0, 1, dd[s, D_TRIPS, d0] - 1) * select(r1, 1, dd[s, D_TRIPS, d1] - 1)
+            for y in range(4):
+                r2 = y >> 1
+                r3 = y & 1
+                prod = prod01 * (select(r2, dd[s, D_REM, d2], dd[s, D_TILE, d2])
+                                 * select(r3, dd[s, D_REM, d3], dd[s, D_TILE, d3]))
+                count = count01 * (select(r2, 1, dd[s, D_TRIPS, d2] - 1) * select(r3, 1, dd[s, D_TRIPS, d3] - 1))
+                acc = acc + count * cdiv_by(prod, lanes, lshift)
         total = total * acc
     return np.ceil(total / K.macs_pe)
 
@@ -373,7 +387,7 @@ def positions(K: Any, o: Any, h: Any, dd: Any, ppos: Any, hpos: Any) -> None:
 def scratch_shapes(n_shapes: int) -> tuple[tuple[int, ...], ...]:
     """Shapes of one block's scratch tables (pi, pf, pr, dd, ppos, hpos; the ``S_*`` arguments of
     the loops below, each with a leading block axis); ``pf`` is float64, the others int64."""
-    return (n_shapes, N_FIELDS), (n_shapes, 1), (n_shapes, 3), (n_shapes, 3, 8), (n_shapes, 8), (3, 8)
+    return (n_shapes, N_FIELDS), (n_shapes, 1), (n_shapes, 3), (n_shapes, 3, DD_COLS), (n_shapes, 8), (3, 8)
 
 
 def evaluate_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, order: Any, layouts: Any, rd: Any, wr: Any,

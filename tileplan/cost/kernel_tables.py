@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tileplan.cost.kernel import H_EVERY, H_FULL, H_MAX, H_PARTIAL, H_SUM, H_SUM00, N_HALO, log2_exact
+from tileplan.cost.kernel import D_NEUTRAL, H_EVERY, H_FULL, H_MAX, H_PARTIAL, H_SUM, H_SUM00, N_HALO, log2_exact
 from tileplan.cost.problem import CoreGrid, Problem
 from tileplan.cost.tables import halo_table
 from tileplan.dims import DIMS, OPERANDS, RELEVANT, Dim, Operand
@@ -77,7 +77,7 @@ class KernelTables(NamedTuple):
     burst: int
     burst_shift: int  # log2(burst) when a power of two, else -1
     flat: np.ndarray  # (8,) 1 where a dimension runs on a flattened PE-array axis
-    fax_dims: np.ndarray  # (axes, 4) dimensions of each flattened axis
+    fax_dims: np.ndarray  # (axes, 4) dimensions of each flattened axis (unused slots: kernel.D_NEUTRAL)
     fax_len: np.ndarray  # (axes,)
     fax_lanes: np.ndarray  # (axes,)
     fax_shift: np.ndarray  # (axes,) log2(lanes) when a power of two, else -1
@@ -143,7 +143,7 @@ def kernel_tables(problem: Problem, grid: CoreGrid, input_codes: list[int]) -> K
         hslot[code] = slot
     flat = np.zeros(8, dtype=np.int64)
     axes = problem.flattened_axes
-    fax_dims = np.zeros((len(axes), 4), dtype=np.int64)
+    fax_dims = np.full((len(axes), 4), D_NEUTRAL, dtype=np.int64)
     for a, (dims, _) in enumerate(axes):
         for j, d in enumerate(dims):
             flat[d] = 1

@@ -88,7 +88,7 @@ def sweep(problem: Problem, batch: MappingBatch) -> Sweep:
     U = np.ascontiguousarray(batch.unroll.T, dtype=np.int64)
     pi = np.zeros((n_shapes, kernel.N_FIELDS, n), dtype=np.int64)
     pf = np.zeros((n_shapes, 1, n))
-    dd = np.zeros((n_shapes, 3, NDIMS, n), dtype=np.int64)
+    dd = np.zeros((n_shapes, 3, kernel.DD_COLS, n), dtype=np.int64)
     codes, inverse = np.unique(batch.layouts, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
     if len(codes) == 1:
@@ -98,7 +98,7 @@ def sweep(problem: Problem, batch: MappingBatch) -> Sweep:
             sel = np.nonzero(inverse == g)[0]
             sub_i = np.zeros((n_shapes, kernel.N_FIELDS, len(sel)), dtype=np.int64)
             sub_f = np.zeros((n_shapes, 1, len(sel)))
-            sub_d = np.zeros((n_shapes, 3, NDIMS, len(sel)), dtype=np.int64)
+            sub_d = np.zeros((n_shapes, 3, kernel.DD_COLS, len(sel)), dtype=np.int64)
             kernel.sweep_shapes(K, T[:, sel], H[:, :, sel], U[:, sel], int(c[0]), int(c[1]), int(c[2]), sub_i, sub_f,
                                 sub_d)
             pi[:, :, sel] = sub_i
@@ -107,7 +107,7 @@ def sweep(problem: Problem, batch: MappingBatch) -> Sweep:
     fp = np.stack([np.broadcast_to(kernel.footprint(K, pi, m), (n,)) for m in range(len(K.cap))], axis=1)
     feasible = np.broadcast_to(kernel.feasible(K, pi), (n,)).astype(bool)
     grid = problem.core_grid(batch.cluster_split, batch.core_split)
-    return Sweep(problem, grid, K, T, H, pi, pf, dd[:, kernel.D_TRIPS], feasible, fp.astype(np.int64))
+    return Sweep(problem, grid, K, T, H, pi, pf, dd[:, kernel.D_TRIPS, :NDIMS], feasible, fp.astype(np.int64))
 
 
 def _finish_values(sw: Sweep, order: np.ndarray) -> tuple[np.ndarray | float, ...]:
@@ -187,7 +187,7 @@ def compute_cycles(K: KernelTables, tiles: np.ndarray, unroll: np.ndarray) -> np
     T = np.ascontiguousarray(np.asarray(tiles, dtype=np.int64).T)
     U = np.ascontiguousarray(np.broadcast_to(np.asarray(unroll, dtype=np.int64), (T.shape[1], NDIMS)).T)
     out = np.zeros(T.shape[1])
-    dd = np.zeros((len(K.length), 3, NDIMS, T.shape[1]), dtype=np.int64)
+    dd = np.zeros((len(K.length), 3, kernel.DD_COLS, T.shape[1]), dtype=np.int64)
     for s in range(len(K.length)):
         kernel.trip_table(K, s, T, dd)
         out = np.maximum(out, kernel.compute_cycles(K, s, U, dd))
