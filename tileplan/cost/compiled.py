@@ -71,13 +71,18 @@ def loops() -> tuple[Callable[..., None], Callable[..., None]] | None:
                kernel.compute_cycles, kernel.sweep_shapes, kernel.footprint, kernel.feasible, kernel.reload,
                kernel.finish, kernel.objective_value, kernel.positions):
         # Inlined at the IR level: the tables tuple is passed once, not copied at every call.
-        overload(fn, inline="always", strict=False)(_same(fn))
+        overload(fn, inline="always", strict=False)(_same(_select_branch if fn is kernel.select else fn))
     kernel.prange = numba.prange  # type: ignore[assignment]
     # The loops allocate nothing (scratch comes from the caller), so they need no reference counting,
     # which would otherwise cost atomic increments on every table of the inlined functions' arguments.
     # Divisors are never zero (tile sizes, bursts and lanes are positive): no zero-division checks.
     jit = numba.njit(parallel=True, cache=True, _nrt=False, error_model="numpy")
     return jit(kernel.evaluate_loop), jit(kernel.orders_loop)
+
+
+def _select_branch(c: Any, a: Any, b: Any) -> Any:
+    """``kernel.select`` for one candidate (``c`` is 0/1): a conditional move, not a multiplication."""
+    return a if c else b
 
 
 def _same(fn: Callable[..., Any]) -> Callable[..., Callable[..., Any]]:
@@ -114,15 +119,23 @@ def _scratch(K: Any, n: int) -> list[np.ndarray]:
             for k, shape in enumerate(kernel.scratch_shapes(len(K.length)))]
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view: the loops read inputs through one array type whether or not the caller's
+    array is writeable (memoised tables are not), so numba compiles and caches one signature."""
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
 def _flags(hoist: np.ndarray) -> np.ndarray:
     """Hoist flags as 0/1 bytes: a view of a boolean array (no copy), else converted."""
     if hoist.dtype == np.bool_:
-        return np.ascontiguousarray(hoist).view(np.int8)
-    return np.ascontiguousarray(hoist, dtype=np.int8)
+        return _read_only(np.ascontiguousarray(hoist).view(np.int8))
+    return _read_only(np.ascontiguousarray(hoist, dtype=np.int8))
 
 
 def _ints(a: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(a, dtype=np.int64)
+    return _read_only(np.ascontiguousarray(a, dtype=np.int64))
 
 
 def evaluate(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, order: np.ndarray,
