@@ -32,6 +32,8 @@ SLOW = {
     "tileplan sweep": "plans 32 points and prints its wall time (tests/test_sweep.py checks sweeps)",
     "tileplan plan vgg16 --arch hwff1 --strategy hwff": "plans VGG16 exhaustively, then its fused pairs (a minute)",
     "tileplan correlate": "reads a board's measurements (measured.csv) that the README does not ship",
+    "tileplan plan marvel15 --arch eyeriss --strategy marvel --no-prune divisors": "searches MARVEL's unpruned on-chip "
+    "space (half a minute; tests/test_marvel_stream.py checks it on small layers)",
     "tileplan plan mobilenetv2": "plans MobileNetV2 with every fused pair (tests/test_ye_hybrid.py checks the hybrid)",
 }
 

@@ -113,16 +113,23 @@ def _positions(order: np.ndarray, offset: int) -> np.ndarray:
     return np.argsort(order, axis=-1) + offset
 
 
-def _states(order0: np.ndarray, order1: np.ndarray, trips0: np.ndarray, trips1: np.ndarray, op: Operand
+def _states(order0: np.ndarray, order1: np.ndarray | None, trips0: np.ndarray, trips1: np.ndarray, op: Operand
             ) -> np.ndarray:
     """(n, 8): how many of each dimension's two loops (DRAM, step) are at or outside ``q``. The
-    orders are (8,) (shared by every candidate) or (n, 8)."""
+    orders are (8,) (shared by every candidate) or (n, 8). ``order1`` ``None``: the least over
+    every step order, the DRAM loops' part alone (every step loop sits inside every DRAM loop, so
+    ``q`` is a step loop, with every DRAM loop outside it, as soon as a step loop indexing ``op``
+    has more than one trip, whatever the step order; the step loops' part can be 0)."""
     pos0 = _positions(order0, 0)
-    pos1 = _positions(order1, NDIMS)
     rel = _RELEVANT[op][None, :]
     live0 = rel & (trips0 > 1)
     live1 = rel & (trips1 > 1)
-    q = np.maximum(np.max(np.where(live0, pos0, -1), axis=1), np.max(np.where(live1, pos1, -1), axis=1))
+    q0 = np.max(np.where(live0, pos0, -1), axis=1)
+    if order1 is None:
+        q = np.where(np.any(live1, axis=1), NDIMS, q0)
+        return (pos0 <= q[:, None]).astype(np.int64)
+    pos1 = _positions(order1, NDIMS)
+    q = np.maximum(q0, np.max(np.where(live1, pos1, -1), axis=1))
     return (pos0 <= q[:, None]).astype(np.int64) + (pos1 <= q[:, None]).astype(np.int64)
 
 
@@ -179,7 +186,8 @@ def _core_order(problem: Problem, cs: _CoreSweep, order0: np.ndarray | None, ord
                 ) -> dict[str, np.ndarray]:
     """Per-core on-chip counts of one core shape under the loop orders ((8,) or (n, 8) each). With
     no orders (``None``), the least every order can give: each operand loaded once (every state 0;
-    the counts only grow with the states), a lower bound over all DRAM and step orders."""
+    the counts only grow with the states), a lower bound over all DRAM and step orders; with
+    ``order0`` but no ``order1``, the least over every step order under that DRAM order."""
     n = len(cs.compute)
     prec = problem.precision
     fills = np.zeros((n, 3), dtype=np.int64)
@@ -188,7 +196,7 @@ def _core_order(problem: Problem, cs: _CoreSweep, order0: np.ndarray | None, ord
     for op in OPERANDS:
         if not problem.has_operand[op]:
             continue
-        if order0 is None or order1 is None:
+        if order0 is None:
             state = np.zeros((n, NDIMS), dtype=np.int64)
         else:
             state = _states(order0, order1, cs.trips0, cs.trips1, op)
@@ -256,11 +264,13 @@ def onchip_finish(sw: OnChipSweep, order0: np.ndarray | None, order1: np.ndarray
                       sw.compute, sw.children, sw.feasible)
 
 
-def onchip_bound(sw: OnChipSweep) -> LevelCosts:
+def onchip_bound(sw: OnChipSweep, order0: np.ndarray | None = None) -> LevelCosts:
     """A lower bound of every on-chip count (and so of NoC time and energy) over all DRAM and step
-    loop orders: each operand's pieces loaded once. Compute cycles and footprints are exact (they do
-    not depend on the orders). Used to prune candidates safely before costing their orders."""
-    return onchip_finish(sw, None, None)
+    loop orders: each operand's pieces loaded once; with ``order0`` ((8,) or (n, 8)), over all step
+    orders under that DRAM order (its reloads counted: tighter). Compute cycles and footprints are
+    exact (they do not depend on the orders). Used to prune candidates safely before costing their
+    orders."""
+    return onchip_finish(sw, order0, None)
 
 
 def touched_input_elements(problem: Problem) -> int:

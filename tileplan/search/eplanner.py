@@ -150,19 +150,17 @@ def _best_of(nest: Nest, objective: Objective, tilings: np.ndarray, innermost: t
     fit = 0
     for start in range(0, len(tilings), CHUNK):
         t6 = tilings[start:start + CHUNK]
-        orders = [nest.order_alg3(t6, x) for x in innermost]
-        batch = nest.batch(t6, orders[0])
-        for order, costs in zip(orders, nest.costs(batch, *orders), strict=True):
-            if order is orders[0]:
-                fit += int(costs.feasible.sum())
-            if not costs.feasible.any():
-                continue
-            i = best_index(objective, costs)
-            key = tuple(float(k[i]) for k in [objective.key(costs), *objective.tie_keys(costs)])
-            if best is None or key < best[0]:
-                row = batch.take(np.array([i]))
-                row.order = order[i:i + 1].copy()
-                best = (key, row, costs.take(i))
+        n = len(t6)
+        orders = np.concatenate([nest.order_alg3(t6, x) for x in innermost])
+        costs = nest.evaluate(nest.batch(np.tile(t6, (len(innermost), 1)), orders))
+        fit += int(costs.feasible[:n].sum())
+        if not costs.feasible.any():
+            continue
+        i = best_index(objective, costs)
+        one = costs.take(i)
+        key = tuple(float(k[0]) for k in [objective.key(one), *objective.tie_keys(one)])
+        if best is None or key < best[0]:
+            best = (key, nest.batch(t6[i % n:i % n + 1], orders[i:i + 1]), one)
     return best, fit
 
 

@@ -49,6 +49,7 @@ from tileplan.search.marvel_onchip import (
     objective_keys,
     onchip,
     search_levels,
+    step_cap,
 )
 from tileplan.search.objective import Objective
 from tileplan.search.result import SearchResult
@@ -72,17 +73,18 @@ def _options(divisors: bool, unroll_rs: bool, symmetry: bool, max_parallel: int,
 
 
 def _relaxed(problem: Problem, base: Mapping, objective: Objective, opts: OnChipOptions,
-             base_orders: list[tuple[Dim, ...]] | None = None) -> OnChip | None:
+             base_orders: list[tuple[Dim, ...]] | None = None, seconds: float | None = None) -> OnChip | None:
     """The on-chip search; if its pruning leaves nothing, again without the utilisation bound."""
-    found = onchip(problem, base, objective, opts, base_orders=base_orders, bound=opts.bound)
+    found = onchip(problem, base, objective, opts, base_orders=base_orders, bound=opts.bound, seconds=seconds)
     if found is None and opts.min_utilization > 0:
         found = onchip(problem, base, objective, replace(opts, min_utilization=0.0), base_orders=base_orders,
-                       bound=opts.bound)
+                       bound=opts.bound, seconds=seconds)
     return found
 
 
-def _onchip_or_relaxed(problem: Problem, base: Mapping, objective: Objective, opts: OnChipOptions) -> OnChip:
-    found = _relaxed(problem, base, objective, opts)
+def _onchip_or_relaxed(problem: Problem, base: Mapping, objective: Objective, opts: OnChipOptions,
+                       seconds: float | None = None) -> OnChip:
+    found = _relaxed(problem, base, objective, opts, seconds=seconds)
     if found is None:
         raise InfeasibleError(f"no on-chip mapping of layer {problem.layer.name!r} fits a PE's register file "
                               f"on {problem.arch.name} under its level-3 tile {base.tiles}")
@@ -105,13 +107,14 @@ def marvel(problem: Problem, objective: Objective, *, divisors: bool = True, unr
 def marvel_parts(problem: Problem, objective: Objective, *, divisors: bool = True, unroll_rs: bool = True,
                  symmetry: bool = True, max_parallel: int = 3, min_utilization: float = 0.1,
                  every_layout: bool = False, bound: bool = True, offchip_divisors: bool = True,
-                 parallel: tuple[Dim, ...] | None = None) -> tuple[OffChip, OnChip]:
+                 parallel: tuple[Dim, ...] | None = None, seconds: float | None = None) -> tuple[OffChip, OnChip]:
     """The two stages of MARVEL's decoupled search, for reports (space sizes, DB blocks, slopes);
-    ``parallel``: only these dimensions fan out (the baselines)."""
+    ``parallel``: only these dimensions fan out (the baselines); ``seconds``: a CPU-time budget of
+    the on-chip search (``OnChip.complete`` says whether it ran to the end)."""
     _single_core(problem, "marvel")
     opts = _options(divisors, unroll_rs, symmetry, max_parallel, min_utilization, parallel, bound)
     off = offchip(problem, divisors=offchip_divisors, every_layout=every_layout)
-    return off, _onchip_or_relaxed(problem, off.mapping, objective, opts)
+    return off, _onchip_or_relaxed(problem, off.mapping, objective, opts, seconds)
 
 
 def _decoupled(name: str, problem: Problem, objective: Objective, opts: OnChipOptions, *, every_layout: bool,
@@ -190,16 +193,6 @@ def _subspaces(problem: Problem, tiles: np.ndarray, opts: OnChipOptions, max_ste
     return Subspaces.of(tiles, options, orders)
 
 
-def _max_steps(problem: Problem, objective: Objective, best: tuple[float, ...] | None) -> float | None:
-    """The most compute steps a candidate can take and still not be worse than ``best`` (latency is
-    at least the compute time, ``ceil(steps * op_factor / macs_per_pe)``); ``None`` when the
-    objective does not bound it."""
-    if best is None or objective is not Objective.LATENCY or not np.isfinite(best[0]):
-        return None
-    per_pe = problem.arch.pe_array.macs_per_pe_per_cycle
-    return math.floor(best[0]) * per_pe / float(problem.op_factor) * (1 + 1e-12)
-
-
 def _joint_every(problem: Problem, objective: Objective, opts: OnChipOptions, tiles: np.ndarray,
                  orders: np.ndarray, template: Mapping) -> Found:
     """Every tiling's whole on-chip space, one tiling at a time, no bound (the reference)."""
@@ -247,7 +240,7 @@ def _joint_bound(problem: Problem, objective: Objective, opts: OnChipOptions, ti
                 continue
         rows = (pick[:, None] * o + np.arange(o)[None, :]).ravel()
         incumbent = None if best is None else best[0]
-        sub = _subspaces(problem, tiles[pick], opts, _max_steps(problem, objective, incumbent))
+        sub = _subspaces(problem, tiles[pick], opts, step_cap(problem, objective, incumbent))
         found = search_levels(problem, objective, sub, orders, template, drams=drams.take(rows), incumbent=incumbent)
         evaluated += found.evaluated
         costed += found.costed

@@ -17,6 +17,8 @@ on-chip level.
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import permutations
@@ -126,39 +128,70 @@ def level_options(problem: Problem, tiles0: tuple[int, ...], opts: OnChipOptions
                   max_steps: float | None = None) -> np.ndarray:
     """(m, 2, 8) level-1 tiles and fan-outs that fit L1 (double-buffered) and the PE array;
     ``max_steps``: only those whose compute steps (the product over dimensions of the model's
-    ``step_max``, order-independent) are at most this many, pruned while the product is built."""
+    ``step_max``, order-independent) are at most this many, pruned while the product is built.
+    All of :func:`iter_level_options` at once (the chunks concatenated, in the same order)."""
+    parts = list(iter_level_options(problem, tiles0, opts, max_steps=max_steps, chunk=1 << 62))
+    return np.concatenate(parts) if parts else np.ones((0, 2, NDIMS), dtype=np.int64)
+
+
+def iter_level_options(problem: Problem, tiles0: tuple[int, ...], opts: OnChipOptions, *,
+                       max_steps: float | Callable[[], float | None] | None = None,
+                       chunk: int = 1 << 16) -> Iterator[np.ndarray]:
+    """The rows of :func:`level_options` in order, as chunks of at most ``chunk`` rows (nonempty),
+    never holding more than about ``chunk`` partial candidates per dimension: the product over
+    dimensions is built depth first, a slice of the partial candidates at a time, each extended by
+    the next dimension's (level-1 tile, fan-out) pairs and filtered at once (the L1 and PE-array fit
+    and the step bound only grow as dimensions are added, so filtering a prefix is safe).
+    Memory: about ``NDIMS * chunk`` partial rows (128 B each) whatever the space's size.
+    ``max_steps`` (see :func:`level_options`) may be a function, read again for every slice (a cap
+    that tightens while the caller searches the chunks)."""
     pes = problem.arch.total_pes(problem.precision.input)
     t0 = np.minimum(np.array(tiles0), problem.dims)
-    cand = np.ones((1, 2, NDIMS), dtype=np.int64)
-    steps = np.ones(1)
+    flags = [(opts.unroll_rs and d in (Dim.R, Dim.S), opts.parallel is None or d in opts.parallel) for d in DIMS]
+    pairs = [_dim_options(int(t0[d]), *flags[d], opts.divisors, pes) for d in DIMS]
+    dim_steps = [_dim_steps(int(problem.dims[d]), int(t0[d]), *flags[d], opts.divisors, pes) for d in DIMS]
     # the fewest steps the dimensions after each one can take: alone, and with the PEs left (a fan-out
     # f leaves at least length / f steps along a dimension)
     later = np.ones(NDIMS + 1)
     rest = np.ones(NDIMS + 1)
-    if max_steps is not None:
-        for d in reversed(DIMS):
-            dim_steps = _dim_steps(int(problem.dims[d]), int(t0[d]), opts.unroll_rs and d in (Dim.R, Dim.S),
-                                   opts.parallel is None or d in opts.parallel, opts.divisors, pes)
-            later[d] = later[d + 1] * (dim_steps.min() if len(dim_steps) else np.inf)
-            rest[d] = rest[d + 1] * float(problem.dims[d])
-    for d in DIMS:
-        fan = opts.parallel is None or d in opts.parallel
-        unrolled = opts.unroll_rs and d in (Dim.R, Dim.S)
-        pairs = _dim_options(int(t0[d]), unrolled, fan, opts.divisors, pes)
-        cand = np.repeat(cand, len(pairs), axis=0)
-        cand[:, :, d] = np.tile(pairs, (len(cand) // len(pairs), 1))
-        if max_steps is not None:
-            dim_steps = _dim_steps(int(problem.dims[d]), int(t0[d]), unrolled, fan, opts.divisors, pes)
-            steps = np.repeat(steps, len(pairs)) * np.tile(dim_steps, len(steps))
-            fanned = np.prod(cand[:, 1], axis=1).astype(np.float64)
-            fast = steps * np.maximum(later[d + 1], rest[d + 1] * fanned / pes) <= max_steps
-            cand, steps = cand[fast], steps[fast]
-        keep = _fit(problem, cand, opts.max_parallel)
-        cand = cand[keep]
-        if max_steps is not None:
-            steps = steps[keep]
-    children = np.prod(cand[:, 1], axis=1)
-    return cand[children >= opts.min_utilization * pes]
+    for d in reversed(DIMS):
+        later[d] = later[d + 1] * (dim_steps[d].min() if len(dim_steps[d]) else np.inf)
+        rest[d] = rest[d + 1] * float(problem.dims[d])
+    least = opts.min_utilization * pes
+
+    def extend(cand: np.ndarray, steps: np.ndarray, d: int) -> Iterator[np.ndarray]:
+        if d == NDIMS:
+            yield cand[np.prod(cand[:, 1], axis=1) >= least]
+            return
+        m = len(pairs[d])
+        rows = max(1, chunk // max(m, 1))
+        for lo in range(0, len(cand), rows):
+            part = np.repeat(cand[lo:lo + rows], m, axis=0)
+            part[:, :, d] = np.tile(pairs[d], (len(part) // m if m else 0, 1))
+            part_steps = np.repeat(steps[lo:lo + rows], m) * np.tile(dim_steps[d], len(steps[lo:lo + rows]))
+            keep = _fit(problem, part, opts.max_parallel)
+            most = max_steps() if callable(max_steps) else max_steps
+            if most is not None:
+                fanned = np.prod(part[:, 1], axis=1).astype(np.float64)
+                keep &= part_steps * np.maximum(later[d + 1], rest[d + 1] * fanned / pes) <= most
+            if keep.any():
+                yield from extend(part[keep], part_steps[keep], d + 1)
+
+    out: list[np.ndarray] = []
+    held = 0
+    for found in extend(np.ones((1, 2, NDIMS), dtype=np.int64), np.ones(1), 0):
+        if len(found) == 0:
+            continue
+        out.append(found)
+        held += len(found)
+        if held >= chunk:
+            whole = np.concatenate(out)
+            for lo in range(0, len(whole) - chunk + 1, chunk):
+                yield whole[lo:lo + chunk]
+            tail = whole[len(whole) - len(whole) % chunk:]
+            out, held = ([tail], len(tail)) if len(tail) else ([], 0)
+    if held:
+        yield np.concatenate(out)
 
 
 def level_orders(problem: Problem, tiles0: tuple[int, ...], opts: OnChipOptions) -> np.ndarray:
@@ -194,6 +227,7 @@ class OnChip:
     evaluated: int  # (level tiles, order) candidates left after the pruning options
     space: float  # level-1 tiles x fan-outs x orders before pruning
     costed: int = 0  # ... of which the bound did not rule out (those the model costed)
+    complete: bool = True  # False: a time budget stopped the search early (the best found so far)
 
 
 def unpruned_space(problem: Problem, tiles0: tuple[int, ...]) -> float:
@@ -289,10 +323,11 @@ def search_levels(problem: Problem, objective: Objective, sub: Subspaces, dram_o
 
     Every (option, DRAM order) pair is costed with every step order of its tiling in one vectorised
     batch per chunk. ``bound`` (safe): pairs are visited in the order of a lower bound of their
-    objective and tie keys over every step and DRAM reload state (``cost.levels.onchip_bound``), and
-    those whose bound is not below the best found (or ``incumbent``, the keys to beat) are never
-    costed: the result is the one the full evaluation finds. ``drams``: the DRAM level's costs of
-    ``dram_batch(template, sub.tiles0, dram_orders)``, if the caller has them."""
+    objective and tie keys over every step order (``cost.levels.onchip_bound``; over every DRAM
+    order too unless there is just one, whose reloads then count), and those whose bound is not
+    below the best found (or ``incumbent``, the keys to beat) are never costed: the result is the
+    one the full evaluation finds. ``drams``: the DRAM level's costs of ``dram_batch(template,
+    sub.tiles0, dram_orders)``, if the caller has them."""
     k, o = len(sub.tiles0), len(dram_orders)
     evaluated = sub.candidates(o)
     batch = dram_batch(template, sub.tiles0, dram_orders)
@@ -304,8 +339,9 @@ def search_levels(problem: Problem, objective: Objective, sub: Subspaces, dram_o
     live = np.flatnonzero(sw_all.feasible)
     if bound and incumbent is not None and len(live):
         # first per option, with its tiling's DRAM level at its least over the orders
+        # (under a single DRAM order, that order's reloads count too)
         floor = combine(problem, dram_floor(drams, k, o).take(sub.owner[live]), one,
-                        onchip_bound(sw_all).take(live))
+                        onchip_bound(sw_all.take(live), batch.order[0] if o == 1 else None))
         live = live[lex_less(objective_keys(objective, floor), incumbent)]
     pair_opt = np.repeat(live, o)
     pair_dram = sub.owner[pair_opt] * o + np.tile(np.arange(o), len(live))
@@ -313,7 +349,11 @@ def search_levels(problem: Problem, objective: Objective, sub: Subspaces, dram_o
     pair_opt, pair_dram = pair_opt[keep], pair_dram[keep]
     low_keys: list[np.ndarray] = []
     if bound and len(pair_opt):
-        low = combine(problem, drams.take(pair_dram), one, onchip_bound(sw_all).take(pair_opt))
+        # under a single DRAM order its reloads count too (tighter); with several, the bound over
+        # every order is per option (cheaper than per pair, the joint search's many pairs)
+        oc_low = (onchip_bound(sw_all.take(pair_opt), batch.order[0]) if o == 1
+                  else onchip_bound(sw_all).take(pair_opt))
+        low = combine(problem, drams.take(pair_dram), one, oc_low)
         low_keys = objective_keys(objective, low)
         rank = np.lexsort([np.arange(len(pair_opt))] + low_keys[::-1])
         if incumbent is not None:
@@ -358,26 +398,74 @@ def search_levels(problem: Problem, objective: Objective, sub: Subspaces, dram_o
     return Found(best, evaluated, costed)
 
 
+def step_cap(problem: Problem, objective: Objective, best: tuple[float, ...] | None) -> float | None:
+    """The most compute steps a candidate can take and still not be worse than ``best`` (latency is
+    at least the compute time, ``ceil(steps * op_factor / macs_per_pe)``); ``None`` when the
+    objective does not bound it."""
+    if best is None or objective is not Objective.LATENCY or not np.isfinite(best[0]):
+        return None
+    per_pe = problem.arch.pe_array.macs_per_pe_per_cycle
+    return math.floor(best[0]) * per_pe / float(problem.op_factor) * (1 + 1e-12)
+
+
 def onchip(problem: Problem, base: Mapping, objective: Objective, opts: OnChipOptions = OnChipOptions(), *,
            chunk: int = 1 << 15, sample: tuple[np.random.Generator, int] | None = None,
-           base_orders: list[tuple[Dim, ...]] | None = None, bound: bool = True) -> OnChip | None:
+           base_orders: list[tuple[Dim, ...]] | None = None, bound: bool = True,
+           option_chunk: int = 1 << 16, seconds: float | None = None) -> OnChip | None:
     """Best on-chip level under ``base`` (its DRAM level); ``None`` when nothing fits. ``sample``
     (generator, count): cost only ``count`` uniformly random levels (``sample_level``) instead of all.
     ``base_orders``: also choose the DRAM loop order among these (the on-chip stage one is shared).
     ``bound``: the safe lower-bound pruning of :func:`search_levels`; ``chunk``: candidates costed
-    per vectorised step."""
+    per vectorised step.
+
+    The options are streamed (:func:`iter_level_options`), ``option_chunk`` at a time, each chunk
+    searched with the best keys so far as the incumbent, so memory stays bounded however large the
+    space (the result's keys are those of one search over every option). Without the divisor
+    pruning (``opts.divisors`` off, a superset of the divisor space) and with ``bound``, the divisor
+    space is searched first: its optimum is the first incumbent, and for the latency objective only
+    options with at most :func:`step_cap` compute steps are built (the cap tightens as better ones
+    are found); ``evaluated`` then counts the candidates built. ``seconds``: stop streaming after
+    this much CPU time (the result is then the best found so far, ``complete`` false)."""
+    drams = np.array([[int(d) for d in o] for o in (base_orders or [base.order])], dtype=np.int64)
+    tiles = np.array([base.tiles])
+    space = unpruned_space(problem, base.tiles)
     if sample is not None:
         options, orders = sample_level(problem, base.tiles, opts, *sample)
-    else:
-        options, orders = level_options(problem, base.tiles, opts), level_orders(problem, base.tiles, opts)
-    if len(options) == 0:
+        if len(options) == 0:
+            return None
+        found = search_levels(problem, objective, Subspaces.of(tiles, [options], [orders]), drams, base,
+                              bound=bound, chunk=chunk)
+        if found.best is None:
+            return None
+        return OnChip(found.best[1], found.best[2], found.evaluated, space, found.costed)
+    start = time.process_time()
+    orders = level_orders(problem, base.tiles, opts)
+    best: tuple[tuple[float, ...], Mapping, CostBatch] | None = None
+    evaluated = costed = 0
+    if bound and not opts.divisors:
+        seed = onchip(problem, base, objective, replace(opts, divisors=True), chunk=chunk, base_orders=base_orders,
+                      option_chunk=option_chunk)
+        if seed is not None:
+            best = (tuple(float(k[0]) for k in objective_keys(objective, seed.cost)), seed.mapping, seed.cost)
+            evaluated, costed = seed.evaluated, seed.costed
+
+    def cap() -> float | None:
+        return step_cap(problem, objective, None if best is None else best[0]) if bound and not opts.divisors else None
+
+    complete = True
+    for options in iter_level_options(problem, base.tiles, opts, max_steps=cap, chunk=option_chunk):
+        if seconds is not None and time.process_time() - start > seconds:
+            complete = False
+            break
+        found = search_levels(problem, objective, Subspaces.of(tiles, [options], [orders]), drams, base,
+                              bound=bound, chunk=chunk, incumbent=None if best is None else best[0])
+        evaluated += found.evaluated
+        costed += found.costed
+        if found.best is not None:
+            best = found.best
+    if best is None:
         return None
-    drams = np.array([[int(d) for d in o] for o in (base_orders or [base.order])], dtype=np.int64)
-    found = search_levels(problem, objective, Subspaces.of(np.array([base.tiles]), [options], [orders]), drams,
-                          base, bound=bound, chunk=chunk)
-    if found.best is None:
-        return None
-    return OnChip(found.best[1], found.best[2], found.evaluated, unpruned_space(problem, base.tiles), found.costed)
+    return OnChip(best[1], best[2], evaluated, space, costed, complete)
 
 
 def compute_floor(problem: Problem, tiles0: np.ndarray, opts: OnChipOptions, *, rows: int = 2048) -> np.ndarray:

@@ -20,7 +20,8 @@ from itertools import product
 import numpy as np
 
 from tileplan.cost.batch import CostBatch, MappingBatch
-from tileplan.cost.model import finish, sweep
+from tileplan.cost.fit import fits
+from tileplan.cost.model import evaluate, finish, sweep
 from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, NDIMS, Dim
 from tileplan.mapping import Mapping
@@ -132,14 +133,16 @@ class Nest:
         sw = sweep(self.problem, batch)
         return [finish(sw, o) for o in (orders or (batch.order,))]
 
+    def evaluate(self, batch: MappingBatch) -> CostBatch:
+        """Costs of ``batch`` (each row under its own loop order)."""
+        return evaluate(self.problem, batch)
+
     def mapping(self, batch: MappingBatch, i: int) -> Mapping:
         return to_mapping(self.problem, batch.tiles[i], batch.order[i], batch.unroll[i], NO_SPLIT)
 
     def fits(self, t6: np.ndarray) -> np.ndarray:
         """Whether each tiling's tiles fit every on-chip memory (the model's footprint rule on one
         core, without a sweep: tests/test_eplanner.py checks it equals the sweep's feasibility)."""
-        from tileplan.search.marvel_offchip import fits
-
         return fits(self.problem, self.tiles(t6))
 
     def relaxed_start(self, t6: np.ndarray) -> np.ndarray:

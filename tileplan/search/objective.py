@@ -64,10 +64,17 @@ class Objective(StrEnum):
 def best_index(objective: Objective, costs: CostBatch) -> int:
     """Index of the best candidate: lowest objective, then ties broken by latency, DRAM bytes,
     energy, bursts, and finally the lowest index (candidates come in a deterministic order)."""
-    keys = [objective.key(costs), *objective.tie_keys(costs)]
-    # np.lexsort sorts by the last key first.
-    order = np.lexsort([np.arange(len(costs))] + keys[::-1])
-    return int(order[0])
+    first = objective.key(costs)
+    ties = np.flatnonzero(first == first.min()) if len(first) else first
+    if len(ties) == 1:
+        return int(ties[0])
+    if len(ties) == 0:  # NaN keys: order everything as np.lexsort does (NaN last)
+        ties = np.arange(len(costs))
+    sub = costs.take(ties)
+    keys = [first[ties], *objective.tie_keys(sub)]
+    # np.lexsort sorts by the last key first; ``ties`` is ascending, so position breaks the last tie.
+    order = np.lexsort([np.arange(len(ties))] + keys[::-1])
+    return int(ties[order[0]])
 
 
 class DramModel(StrEnum):
