@@ -76,7 +76,8 @@ def loops() -> tuple[Callable[..., None], Callable[..., None]] | None:
     # The loops allocate nothing (scratch comes from the caller), so they need no reference counting,
     # which would otherwise cost atomic increments on every table of the inlined functions' arguments.
     # Divisors are never zero (tile sizes, bursts and lanes are positive): no zero-division checks.
-    jit = numba.njit(parallel=True, cache=True, _nrt=False, error_model="numpy")
+    options: dict[str, Any] = {"parallel": True, "cache": True, "_nrt": False, "error_model": "numpy"}
+    jit = numba.njit(**options)
     return jit(kernel.evaluate_loop), jit(kernel.orders_loop)
 
 
