@@ -162,14 +162,16 @@ def cold_start(network: str = "lenet5", arch: str = "nmp") -> float:
 
 @dataclass
 class ModelRate:
-    """Raw throughput of the vectorised model: random mappings of one layer evaluated in one call."""
+    """Raw throughput of the model: random complete mappings of one layer (tiles, loop order,
+    unrolling) evaluated in one ``cost.model.evaluate`` call, full costs (every ``CostBatch`` field)."""
 
     layer: str
     arch: str
     candidates: int
-    seconds: float
+    seconds: float  # wall
     threads: int = 1
     path: str = "numpy"
+    cpu_seconds: float = 0.0  # CPU time of the process during the call (all threads, user + system)
 
     @property
     def rate(self) -> float:
@@ -209,9 +211,11 @@ def model_rate(arch: str = "eyeriss", network: str = "resnet50", layer: str = "r
         compiled.set_threads(threads)
     try:
         used = compiled.threads() if path == "numba" else 1
+        c0 = _cpu()
         t0 = time.perf_counter()
         evaluate(problem, batch)
         seconds = time.perf_counter() - t0
+        cpu = _cpu() - c0
     finally:
         compiled.set_threads(before)
-    return ModelRate(f"{network}/{layer}", a.name, candidates, seconds, used, path)
+    return ModelRate(f"{network}/{layer}", a.name, candidates, seconds, used, path, cpu)

@@ -48,7 +48,8 @@ def bench(
         rates = [model_rate(a.strip(), threads=t) for a in archs.split(",") for t in (1, None)]
         for r in rates:
             out.print(f"model: {r.candidates:,} random mappings of {r.layer} on {r.arch} in {r.seconds:.2f} s "
-                      f"= {r.rate:,.0f} candidates/s ({r.path}, {r.threads} thread{'s' if r.threads > 1 else ''})")
+                      f"= {r.rate:,.0f} candidates/s ({r.path}, {r.threads} thread{'s' if r.threads > 1 else ''}; "
+                      f"{r.cpu_seconds:.2f} s CPU)")
         start = cold_start()
         out.print(f"cold start: tileplan plan lenet5 --arch nmp in a new process: {start:.2f} s")
         if json_path:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from tileplan.cost import kernel
+from tileplan.cost.batch import CostBatch
 
 #: Batches at least this big (candidates x orders) run compiled; once the compiled loops are loaded
 #: in this process or sit in numba's cache, every batch does (a call costs microseconds then).
@@ -66,13 +67,23 @@ def loops() -> tuple[Callable[..., None], Callable[..., None]] | None:
     warnings.filterwarnings("ignore", category=NumbaIRAssumptionWarning)
     if os.environ.get("NUMBA_THREADING_LAYER") is None:
         numba.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]
-    for fn in (kernel.cdiv, kernel.select, kernel.operand_pass, kernel.compute_cycles, kernel.sweep_shapes,
-               kernel.footprint, kernel.feasible, kernel.reload, kernel.finish, kernel.objective_value):
+    for fn in (kernel.cdiv, kernel.cdiv_by, kernel.select, kernel.trip_table, kernel.operand_pass,
+               kernel.compute_cycles, kernel.sweep_shapes, kernel.footprint, kernel.feasible, kernel.reload,
+               kernel.finish, kernel.objective_value, kernel.positions):
         # Inlined at the IR level: the tables tuple is passed once, not copied at every call.
-        overload(fn, inline="always", strict=False)(_same(fn))
+        overload(fn, inline="always", strict=False)(_same(_select_branch if fn is kernel.select else fn))
     kernel.prange = numba.prange  # type: ignore[assignment]
-    jit = numba.njit(parallel=True, cache=True)
+    # The loops allocate nothing (scratch comes from the caller), so they need no reference counting,
+    # which would otherwise cost atomic increments on every table of the inlined functions' arguments.
+    # Divisors are never zero (tile sizes, bursts and lanes are positive): no zero-division checks.
+    options: dict[str, Any] = {"parallel": True, "cache": True, "_nrt": False, "error_model": "numpy"}
+    jit = numba.njit(**options)
     return jit(kernel.evaluate_loop), jit(kernel.orders_loop)
+
+
+def _select_branch(c: Any, a: Any, b: Any) -> Any:
+    """``kernel.select`` for one candidate (``c`` is 0/1): a conditional move, not a multiplication."""
+    return a if c else b
 
 
 def _same(fn: Callable[..., Any]) -> Callable[..., Callable[..., Any]]:
@@ -100,23 +111,52 @@ def set_threads(n: int) -> None:
     numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
 
 
-def _chunks(n: int) -> int:
-    return max(1, min(n, 8 * threads()))
+def _scratch(K: Any, n: int) -> list[np.ndarray]:
+    """Scratch tables of the loops' parallel blocks (``kernel.scratch_shapes``), one block per
+    ``n / (8 threads)`` candidates; 8 spare rows keep blocks run by different threads off each other's
+    cache lines."""
+    chunks = max(1, min(n, 8 * threads()))
+    return [np.zeros((chunks, shape[0] + 8, *shape[1:]), dtype=np.float64 if k == 1 else np.int64)
+            for k, shape in enumerate(kernel.scratch_shapes(len(K.length)))]
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view: the loops read inputs through one array type whether or not the caller's
+    array is writeable (memoised tables are not), so numba compiles and caches one signature."""
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
+def _flags(hoist: np.ndarray) -> np.ndarray:
+    """Hoist flags as 0/1 bytes: a view of a boolean array (no copy), else converted."""
+    if hoist.dtype == np.bool_:
+        return _read_only(np.ascontiguousarray(hoist).view(np.int8))
+    return _read_only(np.ascontiguousarray(hoist, dtype=np.int8))
+
+
+def _ints(a: np.ndarray) -> np.ndarray:
+    return _read_only(np.ascontiguousarray(a, dtype=np.int64))
 
 
 def evaluate(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, order: np.ndarray,
-             layouts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(values (n, 16) of ``kernel.finish``, footprints (n, memories), fit (n,)) for every candidate."""
+             layouts: np.ndarray, macs: int, peak_macs_per_cycle: int) -> CostBatch:
+    """Full costs of every candidate (``CostBatch``; the kernel writes its arrays directly)."""
     compiled = loops()
     assert compiled is not None
     n = len(tiles)
-    out = np.empty((n, kernel.N_OUT))
+    rd = np.empty((n, 3))
+    wr = np.empty(n)
+    bu = np.empty((n, 3))
+    cyc = np.empty((4, n))
+    en = np.empty((n, 5))
     fp = np.empty((n, len(K.cap)), dtype=np.int64)
-    feas = np.empty(n, dtype=np.int64)
-    compiled[0](K, np.ascontiguousarray(tiles, dtype=np.int64), np.ascontiguousarray(hoist, dtype=np.int64),
-                np.ascontiguousarray(unroll, dtype=np.int64), np.ascontiguousarray(order, dtype=np.int64),
-                np.ascontiguousarray(layouts, dtype=np.int64), out, fp, feas, _chunks(n))
-    return out, fp, feas.astype(bool)
+    feas = np.empty(n, dtype=np.bool_)
+    compiled[0](K, _ints(tiles), _flags(hoist), _ints(unroll), _ints(order), _ints(layouts), rd, wr, bu, cyc, en, fp,
+                feas.view(np.int8), *_scratch(K, n))
+    return CostBatch(feasible=feas, footprint_bytes=fp, dram_read_bytes=rd, dram_write_bytes=wr, dram_bursts=bu,
+                     dram_cycles=cyc[0], compute_cycles=cyc[1], noc_cycles=cyc[2], latency_cycles=cyc[3],
+                     energy_breakdown_pj=en, macs=macs, peak_macs_per_cycle=peak_macs_per_cycle)
 
 
 def orders(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, layouts: np.ndarray,
@@ -126,9 +166,8 @@ def orders(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, lay
     assert compiled is not None
     n = len(tiles)
     keys = np.empty((n, len(order_table)))
-    compiled[1](K, np.ascontiguousarray(tiles, dtype=np.int64), np.ascontiguousarray(hoist, dtype=np.int64),
-                np.ascontiguousarray(unroll, dtype=np.int64), np.ascontiguousarray(layouts, dtype=np.int64),
-                np.ascontiguousarray(order_table, dtype=np.int64), objective, keys, _chunks(n))
+    compiled[1](K, _ints(tiles), _flags(hoist), _ints(unroll), _ints(layouts), _ints(order_table), objective, keys,
+                *_scratch(K, n))
     return keys
 
 
@@ -147,7 +186,7 @@ def warm_up() -> None:
                          np.zeros((2, 3, 8), dtype=bool), np.ones((2, 8), dtype=np.int64),
                          np.tile(MappingBatch.default_layout_codes(), (2, 1)), ones, ones)
     K = tables_for(problem, batch)
-    evaluate(K, batch.tiles, batch.hoist, batch.unroll, batch.order, batch.layouts)
+    evaluate(K, batch.tiles, batch.hoist, batch.unroll, batch.order, batch.layouts, 1, 1)
     evaluate_orders(problem, batch, class_orders(), "latency", compiled_path=True)
     from tileplan.search.space import feasible_product, spatial_options, tile_groups
 

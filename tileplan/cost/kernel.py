@@ -15,8 +15,9 @@ Per candidate the inputs are ``t`` (8 tile sizes), ``h`` (3 x 8 hoist flags, 0/1
 unroll factors) and the DRAM layout code of each operand; tables of the layer, the accelerator and
 the core split come in ``K`` (a :class:`~tileplan.cost.tables_kernel.KernelTables`). Stage one
 (:func:`sweep_shapes`) fills, per core shape ``s``, the order-independent integers ``pi[s, :]``
-(fields ``F_*``) and the compute cycles ``pf[s, 0]``; stage two (:func:`finish`) applies a loop
-order and returns the chip totals.
+(fields ``F_*``), the compute cycles ``pf[s, 0]`` and the trip table ``dd[s]`` (:func:`trip_table`:
+each dimension's clipped tile, trip count and remainder tile, the only divisions by tile sizes);
+stage two (:func:`finish`) applies a loop order and returns the chip totals.
 """
 
 from __future__ import annotations
@@ -43,12 +44,57 @@ def cdiv(a: Any, b: Any) -> Any:
     return -(-a // b)
 
 
+def cdiv_by(a: Any, b: int, shift: int) -> Any:
+    """``cdiv(a, b)`` for a divisor fixed by the tables: a shift when ``b == 1 << shift`` (``shift``
+    is -1 otherwise), which is exact for non-negative ``a`` and much cheaper than a division."""
+    if shift >= 0:
+        return (a + (b - 1)) >> shift
+    return cdiv(a, b)
+
+
+def log2_exact(b: int) -> int:
+    """``k`` where ``b == 1 << k``, else -1 (the ``shift`` of :func:`cdiv_by`)."""
+    return b.bit_length() - 1 if b > 0 and b & (b - 1) == 0 else -1
+
+
 def select(c: Any, a: Any, b: Any) -> Any:
     """``a`` where ``c`` (0/1) else ``b``, for integers (exact)."""
     return b + c * (a - b)
 
 
-def operand_pass(K: Any, s: int, op: int, code: int, b: int, t: Any, h: Any) -> tuple[Any, Any, Any, Any]:
+# Fields of the input halo table ``KernelTables.halo[s, axis, slot, i, j, hoist_out, hoist_kernel, field]``
+# (``cost.tables.halo_table`` of output tiles i + 1 and kernel tiles j + 1 long).
+H_SUM = 0  # sum of the input extents over tile positions
+H_MAX = 1  # largest extent
+H_FULL = 2  # positions whose extent spans the whole input dimension
+H_EVERY = 3  # bursts over all positions (for the slot's input layout)
+H_PARTIAL = 4  # bursts over the positions that do not span the whole dimension
+H_SUM00 = 5  # H_SUM without hoisting (the same for every hoist flag)
+N_HALO = 6
+
+# Rows of the trip table ``dd[s, row, d]`` (columns: the 8 dimensions, then D_NEUTRAL).
+D_TILE = 0  # tile size clipped to the slice
+D_TRIPS = 1  # tiles along the slice: ceil(length / tile)
+D_REM = 2  # size of the last (remainder) tile
+D_NEUTRAL = 8  # a dimension of length 1 (fills unused slots of a flattened PE-array axis)
+DD_COLS = 9
+
+
+def trip_table(K: Any, s: int, t: Any, dd: Any) -> None:
+    """Fill ``dd[s, :, d]`` for every dimension ``d`` of core shape ``s`` (rows ``D_*``)."""
+    dd[s, D_TILE, D_NEUTRAL] = 1
+    dd[s, D_TRIPS, D_NEUTRAL] = 1
+    dd[s, D_REM, D_NEUTRAL] = 1
+    for d in range(8):
+        length = K.length[s, d]
+        tc = np.minimum(t[d], length)
+        n = cdiv(length, tc)
+        dd[s, D_TILE, d] = tc
+        dd[s, D_TRIPS, d] = n
+        dd[s, D_REM, d] = length - (n - 1) * tc
+
+
+def operand_pass(K: Any, s: int, op: int, code: int, b: int, h: Any, dd: Any) -> tuple[Any, Any, Any, Any]:
     """One operand on core shape ``s``: (elements of one sweep of its tiles, elements of its largest
     tile box, elements one compute step touches summed over positions, bursts of one sweep at
     ``b`` bytes per element).
@@ -67,6 +113,7 @@ def operand_pass(K: Any, s: int, op: int, code: int, b: int, t: Any, h: Any) -> 
     full_in = 1
     inner = b  # bytes of one step along the dimension carrying the run
     burst = K.burst
+    bshift = K.burst_shift
     for pos in range(4, -1, -1):
         e = K.lorder[op, code, pos]
         d = K.sdim[op, e]
@@ -74,30 +121,30 @@ def operand_pass(K: Any, s: int, op: int, code: int, b: int, t: Any, h: Any) -> 
         if op == 0 and e >= 3:  # input rows (P with R) or columns (Q with S): the halo tables
             a = e - 3
             dk = 6 + a
-            i = np.minimum(t[d], K.hlen[s, a]) - 1
-            j = np.minimum(np.minimum(t[dk], K.length[s, dk]), K.hkernel[a]) - 1
+            i = dd[s, D_TILE, d] - 1
+            j = np.minimum(dd[s, D_TILE, dk], K.hkernel[a]) - 1
             ho = h[d]
             hk = h[dk]
-            ext = K.hsum[s, a, i, j, ho, hk]
-            mx = K.hmax[s, a, i, j, ho, hk]
-            nf = K.hfull[s, a, i, j, ho, hk]
-            sext = K.hsum[s, a, i, j, 0, 0]
             slot = K.hslot[code, a]
-            every = K.hevery[s, a, slot, i, j, ho, hk]
-            partial = K.hpartial[s, a, slot, i, j, ho, hk]
+            ext = K.halo[s, a, slot, i, j, ho, hk, H_SUM]
+            mx = K.halo[s, a, slot, i, j, ho, hk, H_MAX]
+            nf = K.halo[s, a, slot, i, j, ho, hk, H_FULL]
+            sext = K.halo[s, a, slot, i, j, ho, hk, H_SUM00]
+            every = K.halo[s, a, slot, i, j, ho, hk, H_EVERY]
+            partial = K.halo[s, a, slot, i, j, ho, hk, H_PARTIAL]
         else:
             length = K.length[s, d]
-            tc = np.minimum(t[d], length)
-            n = cdiv(length, tc)
+            tc = dd[s, D_TILE, d]
+            n = dd[s, D_TRIPS, d]
+            rem = dd[s, D_REM, d]
             single = h[d] | (n == 1)
             whole_dim = single & (length == size)
             ext = length
             sext = length
             mx = select(single, length, tc)
             nf = whole_dim * 1
-            rem = length - (n - 1) * tc
-            multi = (n - 1) * cdiv(tc * inner, burst) + cdiv(rem * inner, burst)
-            every = select(single, cdiv(length * inner, burst), multi)
+            multi = (n - 1) * cdiv_by(tc * inner, burst, bshift) + cdiv_by(rem * inner, burst, bshift)
+            every = select(single, cdiv_by(length * inner, burst, bshift), multi)
             partial = select(whole_dim, 0, every)
         run = every if pos == 0 else partial
         acc = run * full_in + ext * acc
@@ -109,7 +156,7 @@ def operand_pass(K: Any, s: int, op: int, code: int, b: int, t: Any, h: Any) -> 
     return elems, box, step, acc
 
 
-def compute_cycles(K: Any, s: int, t: Any, u: Any) -> Any:
+def compute_cycles(K: Any, s: int, u: Any, dd: Any) -> Any:
     """Cycles to run every tile of core shape ``s``: per tile, unrolled dims take ceil(t/u) steps,
     each flattened PE-array axis ceil(prod t / lanes) steps, other dims t steps (TSO Eq. 7-8,
     e-PlaNNer Eq. 6.9); divided by the MACs per PE per cycle, rounded up."""
@@ -118,37 +165,44 @@ def compute_cycles(K: Any, s: int, t: Any, u: Any) -> Any:
         if K.flat[d]:
             continue
         length = K.length[s, d]
-        tc = np.minimum(t[d], length)
-        n = cdiv(length, tc)
-        rem = length - (n - 1) * tc
+        tc = dd[s, D_TILE, d]
+        n = dd[s, D_TRIPS, d]
+        rem = dd[s, D_REM, d]
         ud = u[d]
         spatial = (n - 1) * cdiv(tc, ud) + cdiv(rem, ud)
         total = total * select(ud > 1, spatial, length)
-    for ax in range(K.fax_len.shape[0]):
-        k = K.fax_len[ax]
+    for ax in range(K.fax_dims.shape[0]):
+        # Sum over every combination of whole (n - 1 of them) and remainder tiles of the axis's four
+        # dimension slots (an unused slot is the neutral column: its whole-tile term is 0, its remainder
+        # factor 1), in the order of the bits remainder-or-not of slots 0..3, slot 0 the most significant.
         lanes = K.fax_lanes[ax]
+        lshift = K.fax_shift[ax]
+        d0 = K.fax_dims[ax, 0]
+        d1 = K.fax_dims[ax, 1]
+        d2 = K.fax_dims[ax, 2]
+        d3 = K.fax_dims[ax, 3]
         acc = 0.0
-        for pick in range(1 << k):
-            count = 1
-            prod = 1
-            for jj in range(k):
-                d = K.fax_dims[ax, jj]
-                length = K.length[s, d]
-                tc = np.minimum(t[d], length)
-                n = cdiv(length, tc)
-                if (pick >> (k - 1 - jj)) & 1:
-                    prod = prod * (length - (n - 1) * tc)
-                else:
-                    count = count * (n - 1)
-                    prod = prod * tc
-            acc = acc + count * cdiv(prod, lanes)
+        for x in range(4):
+            r0 = x >> 1
+            r1 = x & 1
+            prod01 = select(r0, dd[s, D_REM, d0], dd[s, D_TILE, d0]) * select(r1, dd[s, D_REM, d1], dd[s, D_TILE, d1])
+            count01 = select(r0, 1, dd[s, D_TRIPS, d0] - 1) * select(r1, 1, dd[s, D_TRIPS, d1] - 1)
+            for y in range(4):
+                r2 = y >> 1
+                r3 = y & 1
+                prod = prod01 * (select(r2, dd[s, D_REM, d2], dd[s, D_TILE, d2])
+                                 * select(r3, dd[s, D_REM, d3], dd[s, D_TILE, d3]))
+                count = count01 * (select(r2, 1, dd[s, D_TRIPS, d2] - 1) * select(r3, 1, dd[s, D_TRIPS, d3] - 1))
+                acc = acc + count * cdiv_by(prod, lanes, lshift)
         total = total * acc
     return np.ceil(total / K.macs_pe)
 
 
-def sweep_shapes(K: Any, t: Any, h: Any, u: Any, c0: int, c1: int, c2: int, pi: Any, pf: Any) -> None:
-    """Stage one: fill ``pi[s, :]`` and ``pf[s, 0]`` for every core shape ``s`` (see module docstring)."""
+def sweep_shapes(K: Any, t: Any, h: Any, u: Any, c0: int, c1: int, c2: int, pi: Any, pf: Any, dd: Any) -> None:
+    """Stage one: fill ``pi[s, :]``, ``pf[s, 0]`` and ``dd[s]`` for every core shape ``s`` (see module
+    docstring)."""
     for s in range(K.length.shape[0]):
+        trip_table(K, s, t, dd)
         for op in range(3):
             if not K.has[op]:
                 for f in (F_SWEEP, F_BURSTS, F_STEP, F_FOOT):
@@ -156,12 +210,11 @@ def sweep_shapes(K: Any, t: Any, h: Any, u: Any, c0: int, c1: int, c2: int, pi: 
                 continue
             code = c0 if op == 0 else (c1 if op == 1 else c2)
             b = K.ebytes[op]
-            elems, box, step, bursts = operand_pass(K, s, op, code, b, t, h[op])
+            elems, box, step, bursts = operand_pass(K, s, op, code, b, h[op], dd)
             irrelevant = 1
             for d in range(8):
                 if not K.rel[op, d]:
-                    length = K.length[s, d]
-                    irrelevant = irrelevant * cdiv(length, np.minimum(t[d], length))
+                    irrelevant = irrelevant * dd[s, D_TRIPS, d]
             pi[s, F_SWEEP + op] = elems * b
             pi[s, F_BURSTS + op] = bursts
             pi[s, F_STEP + op] = irrelevant * step
@@ -171,11 +224,11 @@ def sweep_shapes(K: Any, t: Any, h: Any, u: Any, c0: int, c1: int, c2: int, pi: 
                 if K.psum == b:
                     pi[s, F_PSUM_BURSTS] = bursts
                 else:
-                    pi[s, F_PSUM_BURSTS] = operand_pass(K, s, op, code, K.psum, t, h[op])[3]
+                    pi[s, F_PSUM_BURSTS] = operand_pass(K, s, op, code, K.psum, h[op], dd)[3]
         if not K.has[2]:
             pi[s, F_PSUM] = 0
             pi[s, F_PSUM_BURSTS] = 0
-        pf[s, 0] = compute_cycles(K, s, t, u)
+        pf[s, 0] = compute_cycles(K, s, u, dd)
 
 
 def footprint(K: Any, pi: Any, m: int) -> Any:
@@ -198,35 +251,36 @@ def feasible(K: Any, pi: Any) -> Any:
     return ok
 
 
-def reload(K: Any, s: int, op: int, o: Any, tpos: Any, hpos: Any) -> Any:
-    """How many times ``op``'s tiles are swept on shape ``s`` (output: visits of each output box).
+def reload(rel: Any, op: int, o: Any, trips: Any, hpos: Any) -> Any:
+    """How many times ``op``'s tiles are swept on one core shape (output: visits of each output box).
 
-    ``o[p]`` is the dimension at loop position ``p`` (outermost first); ``tpos``/``hpos`` are the tile
-    sizes and ``op``'s hoist flags at each position. With q the innermost position over a
-    non-hoisted dimension that indexes ``op`` and has more than one trip, the factor is the product
-    of the trips of the other loops at or outside q (1 when there is no such q)."""
+    ``o[p]`` is the dimension at loop position ``p`` (outermost first); ``trips``/``hpos`` are the
+    trip counts and ``op``'s hoist flags at each position; ``rel`` is ``KernelTables.rel``. With q
+    the innermost position over a non-hoisted dimension that indexes ``op`` and has more than one
+    trip, the factor is the product of the trips of the other loops at or outside q (1 when there
+    is no such q)."""
     out = 1
     run = 1
     for p in range(8):
         d = o[p]
-        length = K.length[s, d]
-        trips = cdiv(length, np.minimum(tpos[p], length))
-        indexes = K.rel[op, d] * (hpos[p] == 0)
-        run = run * select(indexes, 1, trips)
-        out = select(indexes * (trips > 1), run, out)
+        n = trips[p]
+        indexes = rel[op, d] * (hpos[p] == 0)
+        run = run * select(indexes, 1, n)
+        out = select(indexes * (n > 1), run, out)
     return out
 
 
-def finish(K: Any, o: Any, tpos: Any, hpos: Any, pi: Any, pf: Any, pr: Any) -> tuple[Any, ...]:
+def finish(K: Any, o: Any, ppos: Any, hpos: Any, pi: Any, pf: Any, pr: Any) -> tuple[Any, ...]:
     """Stage two under loop order ``o``: (DRAM read bytes of input, weight, output; DRAM write bytes;
     bursts of input, weight, output; DRAM cycles, compute cycles, NoC cycles, latency cycles; energy
-    pJ of MACs, register files, on-chip buffers, NoC, DRAM). ``pr`` is scratch for the reload
-    factors of each shape. Feasibility is not applied here (see ``feasible``)."""
+    pJ of MACs, register files, on-chip buffers, NoC, DRAM). ``ppos[s, p]`` is the trip count of
+    shape ``s`` at loop position ``p``, ``hpos[op, p]`` the hoist flag; ``pr`` is scratch for the
+    reload factors of each shape. Feasibility is not applied here (see ``feasible``)."""
     count = K.copies
     n_shapes = K.length.shape[0]
     for s in range(n_shapes):
         for op in range(3):
-            pr[s, op] = reload(K, s, op, o, tpos, hpos[op])
+            pr[s, op] = reload(K.rel, op, o, ppos[s], hpos[op])
     r0 = 0.0
     r1 = 0.0
     r2 = 0.0
@@ -314,63 +368,85 @@ def objective_value(code: int, v: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------- compiled loops
-# These two loops over candidates run only compiled (``cost.compiled``); the vectorised path calls
-# the functions above on whole arrays instead. Candidates are cut into ``chunks`` parallel blocks,
-# each with its own scratch tables.
+# These loops over candidates run only compiled (``cost.compiled``); the vectorised path calls the
+# functions above on whole arrays instead. Candidates are cut into ``chunks`` parallel blocks; block
+# ``c`` uses the scratch tables ``S_*[c]`` (allocated by the caller: the loops allocate nothing, so
+# they are compiled without numba's reference counting).
 
 
-def evaluate_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, order: Any, layouts: Any, out: Any, fp: Any,
-                  feas: Any, chunks: int) -> None:
-    """Every candidate's ``finish`` values into ``out[i]``, footprints into ``fp[i]``, fit into ``feas[i]``."""
+def positions(K: Any, o: Any, h: Any, dd: Any, ppos: Any, hpos: Any) -> None:
+    """Trip counts ``ppos[s, p]`` and hoist flags ``hpos[op, p]`` at each loop position of order ``o``."""
+    for p in range(8):
+        d = o[p]
+        for s in range(K.length.shape[0]):
+            ppos[s, p] = dd[s, D_TRIPS, d]
+        for op in range(3):
+            hpos[op, p] = h[op, d]
+
+
+def scratch_shapes(n_shapes: int) -> tuple[tuple[int, ...], ...]:
+    """Shapes of one block's scratch tables (pi, pf, pr, dd, ppos, hpos; the ``S_*`` arguments of
+    the loops below, each with a leading block axis); ``pf`` is float64, the others int64."""
+    return (n_shapes, N_FIELDS), (n_shapes, 1), (n_shapes, 3), (n_shapes, 3, DD_COLS), (n_shapes, 8), (3, 8)
+
+
+def evaluate_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, order: Any, layouts: Any, rd: Any, wr: Any,
+                  bu: Any, cyc: Any, en: Any, fp: Any, feas: Any, S_pi: Any, S_pf: Any, S_pr: Any, S_dd: Any,
+                  S_ppos: Any, S_hpos: Any) -> None:
+    """Every candidate's costs straight into the arrays of a ``CostBatch``: DRAM reads ``rd[i]`` (3),
+    writes ``wr[i]``, bursts ``bu[i]`` (3), cycles ``cyc[k, i]`` (DRAM, compute, NoC, latency), energy
+    ``en[i]`` (5), footprints ``fp[i]``, fit ``feas[i]`` (cycles and energy ``inf`` where it does not fit)."""
     n = tiles.shape[0]
-    n_shapes = K.length.shape[0]
+    chunks = S_pi.shape[0]
     for c in prange(chunks):
-        pi = np.zeros((n_shapes, N_FIELDS), dtype=np.int64)
-        pf = np.zeros((n_shapes, 1), dtype=np.float64)
-        pr = np.zeros((n_shapes, 3), dtype=np.int64)
-        tpos = np.zeros(8, dtype=np.int64)
-        hpos = np.zeros((3, 8), dtype=np.int64)
+        pi = S_pi[c]
+        pf = S_pf[c]
+        pr = S_pr[c]
+        dd = S_dd[c]
+        ppos = S_ppos[c]
+        hpos = S_hpos[c]
         for i in range(c * n // chunks, (c + 1) * n // chunks):
-            t = tiles[i]
             h = hoist[i]
-            sweep_shapes(K, t, h, unroll[i], layouts[i, 0], layouts[i, 1], layouts[i, 2], pi, pf)
+            sweep_shapes(K, tiles[i], h, unroll[i], layouts[i, 0], layouts[i, 1], layouts[i, 2], pi, pf, dd)
             for m in range(K.cap.shape[0]):
                 fp[i, m] = footprint(K, pi, m)
-            feas[i] = feasible(K, pi)
+            ok = feasible(K, pi)
+            feas[i] = ok
             o = order[i]
-            for p in range(8):
-                tpos[p] = t[o[p]]
-                for op in range(3):
-                    hpos[op, p] = h[op, o[p]]
-            v = finish(K, o, tpos, hpos, pi, pf, pr)
-            for f in range(N_OUT):
-                out[i, f] = v[f]
+            positions(K, o, h, dd, ppos, hpos)
+            v = finish(K, o, ppos, hpos, pi, pf, pr)
+            inf = 0.0 if ok else np.inf
+            for f in range(3):
+                rd[i, f] = v[f]
+                bu[i, f] = v[4 + f]
+            wr[i] = v[3]
+            for f in range(4):
+                cyc[f, i] = v[7 + f] + inf
+            for f in range(5):
+                en[i, f] = v[11 + f] + inf
 
 
 def orders_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, layouts: Any, orders: Any, objective: int,
-                keys: Any, chunks: int) -> None:
+                keys: Any, S_pi: Any, S_pf: Any, S_pr: Any, S_dd: Any, S_ppos: Any, S_hpos: Any) -> None:
     """``keys[i, k]``: objective of candidate ``i`` under ``orders[k]`` (``inf`` where it does not fit);
     stage one runs once per candidate."""
     n = tiles.shape[0]
-    n_shapes = K.length.shape[0]
+    chunks = S_pi.shape[0]
     for c in prange(chunks):
-        pi = np.zeros((n_shapes, N_FIELDS), dtype=np.int64)
-        pf = np.zeros((n_shapes, 1), dtype=np.float64)
-        pr = np.zeros((n_shapes, 3), dtype=np.int64)
-        tpos = np.zeros(8, dtype=np.int64)
-        hpos = np.zeros((3, 8), dtype=np.int64)
+        pi = S_pi[c]
+        pf = S_pf[c]
+        pr = S_pr[c]
+        dd = S_dd[c]
+        ppos = S_ppos[c]
+        hpos = S_hpos[c]
         for i in range(c * n // chunks, (c + 1) * n // chunks):
-            t = tiles[i]
             h = hoist[i]
-            sweep_shapes(K, t, h, unroll[i], layouts[i, 0], layouts[i, 1], layouts[i, 2], pi, pf)
+            sweep_shapes(K, tiles[i], h, unroll[i], layouts[i, 0], layouts[i, 1], layouts[i, 2], pi, pf, dd)
             if not feasible(K, pi):
                 for k in range(orders.shape[0]):
                     keys[i, k] = np.inf
                 continue
             for k in range(orders.shape[0]):
                 o = orders[k]
-                for p in range(8):
-                    tpos[p] = t[o[p]]
-                    for op in range(3):
-                        hpos[op, p] = h[op, o[p]]
-                keys[i, k] = objective_value(objective, finish(K, o, tpos, hpos, pi, pf, pr))
+                positions(K, o, h, dd, ppos, hpos)
+                keys[i, k] = objective_value(objective, finish(K, o, ppos, hpos, pi, pf, pr))

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from tileplan.cost.kernel import D_NEUTRAL, H_EVERY, H_FULL, H_MAX, H_PARTIAL, H_SUM, H_SUM00, N_HALO, log2_exact
 from tileplan.cost.problem import CoreGrid, Problem
 from tileplan.cost.tables import halo_table
 from tileplan.dims import DIMS, OPERANDS, RELEVANT, Dim, Operand
@@ -64,13 +65,8 @@ class KernelTables(NamedTuple):
     rel: np.ndarray  # (3, 8) 1 where a dimension indexes an operand
     lorder: np.ndarray  # (3, 24, 5) storage dimension at each layout position, per layout code
     hslot: np.ndarray  # (24, 2) burst-table slot of input rows/columns per input layout code
-    hlen: np.ndarray  # (shapes, 2) output slice rows / columns
     hkernel: np.ndarray  # (2,) kernel rows / columns
-    hsum: np.ndarray  # (shapes, 2, out, kernel, 2, 2) halo sums of extents
-    hmax: np.ndarray  # ... largest extent
-    hfull: np.ndarray  # ... positions spanning the whole input dimension
-    hevery: np.ndarray  # (shapes, 2, slots, out, kernel, 2, 2) burst sums over all positions
-    hpartial: np.ndarray  # ... over the positions that are not whole
+    halo: np.ndarray  # (shapes, 2, slots, out, kernel, 2, 2, kernel.N_HALO) input halo table (fields kernel.H_*)
     has: np.ndarray  # (3,) 1 where the operand moves data
     ebytes: np.ndarray  # (3,) bytes per element in DRAM (output at output precision)
     onchip: np.ndarray  # (3,) bytes per element on chip (output at partial-sum precision)
@@ -79,10 +75,12 @@ class KernelTables(NamedTuple):
     prec_w: int
     copies: int  # input tensors read (an n-ary add holds every addend)
     burst: int
+    burst_shift: int  # log2(burst) when a power of two, else -1
     flat: np.ndarray  # (8,) 1 where a dimension runs on a flattened PE-array axis
-    fax_dims: np.ndarray  # (axes, 4) dimensions of each flattened axis
+    fax_dims: np.ndarray  # (axes, 4) dimensions of each flattened axis (unused slots: kernel.D_NEUTRAL)
     fax_len: np.ndarray  # (axes,)
     fax_lanes: np.ndarray  # (axes,)
+    fax_shift: np.ndarray  # (axes,) log2(lanes) when a power of two, else -1
     op_factor: int
     macs_pe: int
     mem_of: np.ndarray  # (3,) memory index of each operand
@@ -102,50 +100,50 @@ class KernelTables(NamedTuple):
     overlap: int
 
 
-def _halo_arrays(problem: Problem, grid: CoreGrid, input_codes: list[int]) -> tuple[np.ndarray, ...]:
+def _halo_table(problem: Problem, grid: CoreGrid, input_codes: list[int]) -> np.ndarray:
+    """The ``halo`` table of :class:`KernelTables`: every field of one (shape, axis, layout slot,
+    output tile, kernel tile, hoist flags) entry side by side, so the kernel reads one cache line."""
     shapes = grid.shapes
     sizes = tensor_sizes(problem, Operand.INPUT)
     kernels = (int(problem.dims[Dim.R]), int(problem.dims[Dim.S]))
     out_max = max(max(c.length[Dim.P], c.length[Dim.Q]) for c in shapes)
     k_max = max(kernels)
     n_slots = max(1, len(input_codes))
-    stats = np.zeros((3, len(shapes), 2, out_max, k_max, 2, 2), dtype=np.int64)
-    bursts = np.zeros((2, len(shapes), 2, n_slots, out_max, k_max, 2, 2), dtype=np.int64)
-    hlen = np.zeros((len(shapes), 2), dtype=np.int64)
+    halo = np.zeros((len(shapes), 2, n_slots, out_max, k_max, 2, 2, N_HALO), dtype=np.int64)
     options = layout_options(Operand.INPUT)
     burst = problem.arch.dram.burst_bytes
     for s, core in enumerate(shapes):
         for a, dp in enumerate((Dim.P, Dim.Q)):
             out_len = core.length[dp]
-            hlen[s, a] = out_len
             table = halo_table(out_len, problem.input_window_start(a, core.offset[dp]), sizes[3 + a],
                                problem.stride[a], problem.dilation[a], kernels[a])
             o, k = table.sum_ext.shape[:2]
-            stats[0, s, a, :o, :k] = table.sum_ext
-            stats[1, s, a, :o, :k] = table.max_ext
-            stats[2, s, a, :o, :k] = table.nfull
+            box = halo[s, a, :, :o, :k]
+            box[..., H_SUM] = table.sum_ext
+            box[..., H_MAX] = table.max_ext
+            box[..., H_FULL] = table.nfull
+            box[..., H_SUM00] = table.sum_ext[:, :, :1, :1]
             for slot, code in enumerate(input_codes):
                 order = storage_order(Operand.INPUT, options[code])
                 inner = problem.precision.input
                 for e in order[order.index(3 + a) + 1:]:
                     inner *= sizes[e]
                 every, partial = table.bursts(inner, burst)
-                bursts[0, s, a, slot, :o, :k] = every
-                bursts[1, s, a, slot, :o, :k] = partial
-    return hlen, stats[0], stats[1], stats[2], bursts[0], bursts[1]
+                box[slot, ..., H_EVERY] = every
+                box[slot, ..., H_PARTIAL] = partial
+    return halo
 
 
 def kernel_tables(problem: Problem, grid: CoreGrid, input_codes: list[int]) -> KernelTables:
     """Tables for ``grid``; ``input_codes`` are the input layout codes the batch uses."""
     arch = problem.arch
     prec = problem.precision
-    hlen, hsum, hmax, hfull, hevery, hpartial = _halo_arrays(problem, grid, input_codes)
     hslot = np.zeros((24, 2), dtype=np.int64)
     for slot, code in enumerate(input_codes):
         hslot[code] = slot
     flat = np.zeros(8, dtype=np.int64)
     axes = problem.flattened_axes
-    fax_dims = np.zeros((len(axes), 4), dtype=np.int64)
+    fax_dims = np.full((len(axes), 4), D_NEUTRAL, dtype=np.int64)
     for a, (dims, _) in enumerate(axes):
         for j, d in enumerate(dims):
             flat[d] = 1
@@ -163,16 +161,18 @@ def kernel_tables(problem: Problem, grid: CoreGrid, input_codes: list[int]) -> K
     return KernelTables(
         length=np.array([c.length for c in grid.shapes], dtype=np.int64), kcount=kcount,
         tsize=np.array([tensor_sizes(problem, op) for op in OPERANDS], dtype=np.int64), sdim=_SDIM, rel=_REL,
-        lorder=_LORDER, hslot=hslot, hlen=hlen,
+        lorder=_LORDER, hslot=hslot,
         hkernel=np.array([problem.dims[Dim.R], problem.dims[Dim.S]], dtype=np.int64),
-        hsum=hsum, hmax=hmax, hfull=hfull, hevery=hevery, hpartial=hpartial,
+        halo=_halo_table(problem, grid, input_codes),
         has=np.array(problem.has_operand, dtype=np.int64),
         ebytes=np.array([prec.input, prec.weight, prec.output], dtype=np.int64),
         onchip=np.array([prec.input, prec.weight, prec.psum], dtype=np.int64),
         psum=int(prec.psum), prec_in=int(prec.input), prec_w=int(prec.weight), copies=int(problem.layer.input_count),
-        burst=int(arch.dram.burst_bytes), flat=flat, fax_dims=fax_dims,
+        burst=int(arch.dram.burst_bytes), burst_shift=log2_exact(int(arch.dram.burst_bytes)), flat=flat,
+        fax_dims=fax_dims,
         fax_len=np.array([len(d) for d, _ in axes], dtype=np.int64),
         fax_lanes=np.array([lanes for _, lanes in axes], dtype=np.int64),
+        fax_shift=np.array([log2_exact(int(lanes)) for _, lanes in axes], dtype=np.int64),
         op_factor=int(problem.op_factor), macs_pe=int(arch.pe_array.macs_per_pe_per_cycle),
         mem_of=np.array(problem.memory_of_operand, dtype=np.int64), cap=problem.capacity_bytes.astype(np.int64),
         dbl=2 if arch.double_buffering else 1, gmem=gmem,

@@ -73,6 +73,7 @@ class Sweep:
     hoist: np.ndarray  # (3, 8, n) 0/1
     pi: np.ndarray  # (shapes, kernel.N_FIELDS, n) order-independent integers per core shape
     pf: np.ndarray  # (shapes, 1, n) compute cycles per core shape
+    trips: np.ndarray  # (shapes, 8, n) trip count of every dimension per core shape
     feasible: np.ndarray  # (n,)
     footprint: np.ndarray  # (n, memories): max over shapes
 
@@ -87,22 +88,26 @@ def sweep(problem: Problem, batch: MappingBatch) -> Sweep:
     U = np.ascontiguousarray(batch.unroll.T, dtype=np.int64)
     pi = np.zeros((n_shapes, kernel.N_FIELDS, n), dtype=np.int64)
     pf = np.zeros((n_shapes, 1, n))
+    dd = np.zeros((n_shapes, 3, kernel.DD_COLS, n), dtype=np.int64)
     codes, inverse = np.unique(batch.layouts, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
     if len(codes) == 1:
-        kernel.sweep_shapes(K, T, H, U, int(codes[0, 0]), int(codes[0, 1]), int(codes[0, 2]), pi, pf)
+        kernel.sweep_shapes(K, T, H, U, int(codes[0, 0]), int(codes[0, 1]), int(codes[0, 2]), pi, pf, dd)
     else:  # the layout decides which dimensions carry bursts: one vectorised pass per layout triple
         for g, c in enumerate(codes):
             sel = np.nonzero(inverse == g)[0]
             sub_i = np.zeros((n_shapes, kernel.N_FIELDS, len(sel)), dtype=np.int64)
             sub_f = np.zeros((n_shapes, 1, len(sel)))
-            kernel.sweep_shapes(K, T[:, sel], H[:, :, sel], U[:, sel], int(c[0]), int(c[1]), int(c[2]), sub_i, sub_f)
+            sub_d = np.zeros((n_shapes, 3, kernel.DD_COLS, len(sel)), dtype=np.int64)
+            kernel.sweep_shapes(K, T[:, sel], H[:, :, sel], U[:, sel], int(c[0]), int(c[1]), int(c[2]), sub_i, sub_f,
+                                sub_d)
             pi[:, :, sel] = sub_i
             pf[:, :, sel] = sub_f
+            dd[:, :, :, sel] = sub_d
     fp = np.stack([np.broadcast_to(kernel.footprint(K, pi, m), (n,)) for m in range(len(K.cap))], axis=1)
     feasible = np.broadcast_to(kernel.feasible(K, pi), (n,)).astype(bool)
     grid = problem.core_grid(batch.cluster_split, batch.core_split)
-    return Sweep(problem, grid, K, T, H, pi, pf, feasible, fp.astype(np.int64))
+    return Sweep(problem, grid, K, T, H, pi, pf, dd[:, kernel.D_TRIPS, :NDIMS], feasible, fp.astype(np.int64))
 
 
 def _finish_values(sw: Sweep, order: np.ndarray) -> tuple[np.ndarray | float, ...]:
@@ -112,11 +117,11 @@ def _finish_values(sw: Sweep, order: np.ndarray) -> tuple[np.ndarray | float, ..
         order = order[0]
     pr = np.zeros((len(sw.tables.length), 3, n), dtype=np.int64)
     if order.ndim == 1:
-        return kernel.finish(sw.tables, order, sw.tiles[order], sw.hoist[:, order], sw.pi, sw.pf, pr)
+        return kernel.finish(sw.tables, order, sw.trips[:, order], sw.hoist[:, order], sw.pi, sw.pf, pr)
     o = np.ascontiguousarray(np.broadcast_to(order, (n, NDIMS)).T)
-    tpos = np.take_along_axis(sw.tiles, o, axis=0)
+    ppos = np.take_along_axis(sw.trips, np.broadcast_to(o, sw.trips.shape), axis=1)
     hpos = np.take_along_axis(sw.hoist, np.broadcast_to(o, (3, NDIMS, n)), axis=1)
-    return kernel.finish(sw.tables, o, tpos, hpos, sw.pi, sw.pf, pr)
+    return kernel.finish(sw.tables, o, ppos, hpos, sw.pi, sw.pf, pr)
 
 
 def _cost_batch(problem: Problem, values: np.ndarray, footprint: np.ndarray, feasible: np.ndarray) -> CostBatch:
@@ -151,9 +156,8 @@ def finish(sw: Sweep, order: np.ndarray) -> CostBatch:
 def evaluate(problem: Problem, batch: MappingBatch) -> CostBatch:
     """Full costs of every mapping in ``batch`` (one model: stage one then stage two)."""
     if compiled.wanted(len(batch)):
-        K = tables_for(problem, batch)
-        out, fp, feas = compiled.evaluate(K, batch.tiles, batch.hoist, batch.unroll, batch.order, batch.layouts)
-        return _cost_batch(problem, out.T, fp, feas)
+        return compiled.evaluate(tables_for(problem, batch), batch.tiles, batch.hoist, batch.unroll, batch.order,
+                                 batch.layouts, problem.macs, problem.arch.peak_macs_per_cycle(problem.precision.input))
     return finish(sweep(problem, batch), batch.order)
 
 
@@ -170,8 +174,8 @@ def evaluate_orders(problem: Problem, batch: MappingBatch, orders: np.ndarray, o
     k = len(orders)
     # Every order at once: candidate i under order j is column i * k + j.
     rep = Sweep(problem, sw.grid, sw.tables, np.repeat(sw.tiles, k, axis=1), np.repeat(sw.hoist, k, axis=2),
-                np.repeat(sw.pi, k, axis=2), np.repeat(sw.pf, k, axis=2), np.repeat(sw.feasible, k),
-                sw.footprint)
+                np.repeat(sw.pi, k, axis=2), np.repeat(sw.pf, k, axis=2), np.repeat(sw.trips, k, axis=2),
+                np.repeat(sw.feasible, k), sw.footprint)
     keys = np.asarray(kernel.objective_value(code, _finish_values(rep, np.tile(orders, (n, 1)))), dtype=np.float64)
     keys = np.broadcast_to(keys, (n * k,)).reshape(n, k).copy()
     keys[~sw.feasible] = np.inf
@@ -183,23 +187,17 @@ def compute_cycles(K: KernelTables, tiles: np.ndarray, unroll: np.ndarray) -> np
     T = np.ascontiguousarray(np.asarray(tiles, dtype=np.int64).T)
     U = np.ascontiguousarray(np.broadcast_to(np.asarray(unroll, dtype=np.int64), (T.shape[1], NDIMS)).T)
     out = np.zeros(T.shape[1])
+    dd = np.zeros((len(K.length), 3, kernel.DD_COLS, T.shape[1]), dtype=np.int64)
     for s in range(len(K.length)):
-        out = np.maximum(out, kernel.compute_cycles(K, s, T, U))
+        kernel.trip_table(K, s, T, dd)
+        out = np.maximum(out, kernel.compute_cycles(K, s, U, dd))
     return out
-
-
-@dataclass
-class _TripTables:
-    """Stand-in for ``KernelTables`` in :func:`reload_factors`: slices as long as the trip counts."""
-
-    length: np.ndarray  # (1, 8, n)
-    rel: np.ndarray
 
 
 def reload_factors(order: np.ndarray, trips: np.ndarray, hoist: np.ndarray) -> np.ndarray:
     """(n, 3): how many times each operand's tiles are swept (output: visits of each output box)
     under ``order`` ((8,) or (n, 8)), given the trip counts ((n, 8)) directly: ``kernel.reload`` on
-    slices ``trips`` long cut into 1-long tiles."""
+    the trip counts at each loop position."""
     n = trips.shape[0]
     out = np.ones((n, 3), dtype=np.int64)
     if n == 0:
@@ -210,13 +208,13 @@ def reload_factors(order: np.ndarray, trips: np.ndarray, hoist: np.ndarray) -> n
     else:
         rows, inverse = np.unique(order, axis=0, return_inverse=True)
         inverse = inverse.reshape(-1)
+    rel = kernel_rel()
     for g, o in enumerate(rows):
         sel = np.nonzero(inverse == g)[0]
-        K = _TripTables(np.ascontiguousarray(trips[sel].T.astype(np.int64))[None], kernel_rel())
-        ones = np.ones((NDIMS, len(sel)), dtype=np.int64)
+        ppos = np.ascontiguousarray(trips[sel].T.astype(np.int64))[o]
         h = np.asarray(hoist, dtype=np.int64)[sel].transpose(1, 2, 0)[:, o]
         for op in OPERANDS:
-            out[sel, op] = kernel.reload(K, 0, op, o, ones, h[op])
+            out[sel, op] = kernel.reload(rel, op, o, ppos, h[op])
     return out
 
 
