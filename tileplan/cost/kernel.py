@@ -94,10 +94,12 @@ def trip_table(K: Any, s: int, t: Any, dd: Any) -> None:
         dd[s, D_REM, d] = length - (n - 1) * tc
 
 
-def operand_pass(K: Any, s: int, op: int, code: int, b: int, h: Any, dd: Any) -> tuple[Any, Any, Any, Any]:
+def operand_pass(K: Any, s: int, op: int, code: int, b: int, b2: int, h: Any,
+                 dd: Any) -> tuple[Any, Any, Any, Any, Any]:
     """One operand on core shape ``s``: (elements of one sweep of its tiles, elements of its largest
     tile box, elements one compute step touches summed over positions, bursts of one sweep at
-    ``b`` bytes per element).
+    ``b`` bytes per element, the same at ``b2`` bytes per element: the output's partial sums; pass
+    ``b2 == b`` when not needed, the input's halo tables hold bursts at ``b`` only).
 
     Storage dimensions are visited from the innermost (in layout ``code`` order) outwards. A run of
     contiguous bytes extends outwards while boxes span whole tensor dimensions; each run costs
@@ -112,6 +114,8 @@ def operand_pass(K: Any, s: int, op: int, code: int, b: int, h: Any, dd: Any) ->
     acc = 0
     full_in = 1
     inner = b  # bytes of one step along the dimension carrying the run
+    acc2 = 0
+    inner2 = b2
     burst = K.burst
     bshift = K.burst_shift
     for pos in range(4, -1, -1):
@@ -132,6 +136,8 @@ def operand_pass(K: Any, s: int, op: int, code: int, b: int, h: Any, dd: Any) ->
             sext = K.halo[s, a, slot, i, j, ho, hk, H_SUM00]
             every = K.halo[s, a, slot, i, j, ho, hk, H_EVERY]
             partial = K.halo[s, a, slot, i, j, ho, hk, H_PARTIAL]
+            every2 = every
+            partial2 = partial
         else:
             length = K.length[s, d]
             tc = dd[s, D_TILE, d]
@@ -146,14 +152,24 @@ def operand_pass(K: Any, s: int, op: int, code: int, b: int, h: Any, dd: Any) ->
             multi = (n - 1) * cdiv_by(tc * inner, burst, bshift) + cdiv_by(rem * inner, burst, bshift)
             every = select(single, cdiv_by(length * inner, burst, bshift), multi)
             partial = select(whole_dim, 0, every)
+            if b2 == b:
+                every2 = every
+                partial2 = partial
+            else:
+                multi2 = (n - 1) * cdiv_by(tc * inner2, burst, bshift) + cdiv_by(rem * inner2, burst, bshift)
+                every2 = select(single, cdiv_by(length * inner2, burst, bshift), multi2)
+                partial2 = select(whole_dim, 0, every2)
         run = every if pos == 0 else partial
         acc = run * full_in + ext * acc
+        run2 = every2 if pos == 0 else partial2
+        acc2 = run2 * full_in + ext * acc2
         full_in = full_in * nf
         elems = elems * ext
         box = box * mx
         step = step * sext
         inner = inner * size
-    return elems, box, step, acc
+        inner2 = inner2 * size
+    return elems, box, step, acc, acc2
 
 
 def compute_cycles(K: Any, s: int, u: Any, dd: Any) -> Any:
@@ -210,7 +226,8 @@ def sweep_shapes(K: Any, t: Any, h: Any, u: Any, c0: int, c1: int, c2: int, pi: 
                 continue
             code = c0 if op == 0 else (c1 if op == 1 else c2)
             b = K.ebytes[op]
-            elems, box, step, bursts = operand_pass(K, s, op, code, b, h[op], dd)
+            b2 = K.psum if op == 2 else b
+            elems, box, step, bursts, bursts2 = operand_pass(K, s, op, code, b, b2, h[op], dd)
             irrelevant = 1
             for d in range(8):
                 if not K.rel[op, d]:
@@ -221,10 +238,7 @@ def sweep_shapes(K: Any, t: Any, h: Any, u: Any, c0: int, c1: int, c2: int, pi: 
             pi[s, F_FOOT + op] = box * K.onchip[op] * (K.copies if op == 0 else 1)
             if op == 2:
                 pi[s, F_PSUM] = elems * K.psum
-                if K.psum == b:
-                    pi[s, F_PSUM_BURSTS] = bursts
-                else:
-                    pi[s, F_PSUM_BURSTS] = operand_pass(K, s, op, code, K.psum, h[op], dd)[3]
+                pi[s, F_PSUM_BURSTS] = bursts2
         if not K.has[2]:
             pi[s, F_PSUM] = 0
             pi[s, F_PSUM_BURSTS] = 0
@@ -408,9 +422,11 @@ def evaluate_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, order: Any, layou
         for i in range(c * n // chunks, (c + 1) * n // chunks):
             h = hoist[i]
             sweep_shapes(K, tiles[i], h, unroll[i], layouts[i, 0], layouts[i, 1], layouts[i, 2], pi, pf, dd)
+            ok = 1  # ``feasible``, from the footprints written here
             for m in range(K.cap.shape[0]):
-                fp[i, m] = footprint(K, pi, m)
-            ok = feasible(K, pi)
+                need = footprint(K, pi, m)
+                fp[i, m] = need
+                ok = ok * (need * K.dbl <= K.cap[m])
             feas[i] = ok
             o = order[i]
             positions(K, o, h, dd, ppos, hpos)
