@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from tileplan.experiments.common import Reference
@@ -41,6 +42,18 @@ def test_quick_run_writes_every_table_figure_and_explains_every_gap(tmp_path: Pa
     # on edge the joint search finds an L4 level-3 tile that keeps more PEs busy than the DB-optimal one
     assert float(gap["L4", "edge"]["joint_cycles"]) == 373.5 and float(gap["L4", "edge"]["marvel_cycles"]) == 625.5
     assert all(float(r["random_at_joint_time_cycles"]) > 0 for r in gap.values())
+    # Fig. 8's MARVEL without the no-prologue/epilogue pruning: never worse; on edge L4 562.5 cycles, not 625.5
+    fig8 = {(r["layer"], r["platform"]): r for r in csv.DictReader((tmp_path / "fig8_onchip.csv").open())}
+    for r in fig8.values():
+        assert float(r["nodiv_macs_per_cycle"]) >= float(r["marvel_macs_per_cycle"])
+        assert float(r["nodiv_energy_uj"]) <= float(r["marvel_energy_uj"]) * (1 + 1e-12)
+        assert r["nodiv_latency_complete"] == "True"
+    assert float(fig8["L4", "edge"]["nodiv_macs_per_cycle"]) / float(fig8["L4", "edge"]["marvel_macs_per_cycle"]) \
+        == pytest.approx(625.5 / 562.5, rel=1e-5)  # CSV: 6 digits
+    means = {r["variant"]: r for r in csv.DictReader((tmp_path / "fig8_geomeans.csv").open())}
+    assert set(means) == {"marvel", "marvel w/o prologue/epilogue pruning", "rs", "nvdla", "shidiannao", "roofline"}
+    assert float(means["marvel"]["throughput_over_marvel"]) == 1.0
+    assert "fig8.nodiv_throughput_gain" in summary and "NOT exhaustive" in summary
     nets = list(csv.DictReader((tmp_path / "fig9_networks.csv").open()))
     assert {(r["network"], r["platform"]) for r in nets} == {("lenet5", "eyeriss"), ("lenet5", "edge")}
     for r in nets:  # MARVEL's on-chip search contains every baseline's dataflow on the same off-chip choice
