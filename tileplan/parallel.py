@@ -39,6 +39,9 @@ def run_parallel(fn: Callable[[T], R], items: Sequence[T], *, jobs: int) -> Iter
         for i, item in enumerate(items):
             yield i, fn(item)
         return
+    from tileplan.cost.compiled import preload
+
+    preload()  # workers are forked: they inherit the compiled loops instead of each loading them
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(items)), initializer=_ignore_sigint)
     futures: dict[Future[R], int] = {}
     try:
