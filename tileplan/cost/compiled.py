@@ -21,6 +21,7 @@ import numpy as np
 
 from tileplan.cost import kernel
 from tileplan.cost.batch import CostBatch
+from tileplan.cost.kernel_tables import hoist_words
 
 #: Batches at least this big (candidates x orders) run compiled; once the compiled loops are loaded
 #: in this process or sit in numba's cache, every batch does (a call costs microseconds then).
@@ -67,11 +68,13 @@ def loops() -> tuple[Callable[..., None], Callable[..., None]] | None:
     warnings.filterwarnings("ignore", category=NumbaIRAssumptionWarning)
     if os.environ.get("NUMBA_THREADING_LAYER") is None:
         numba.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]
-    for fn in (kernel.cdiv, kernel.cdiv_by, kernel.select, kernel.trip_table, kernel.operand_pass,
-               kernel.compute_cycles, kernel.sweep_shapes, kernel.footprint, kernel.feasible, kernel.reload,
-               kernel.finish, kernel.objective_value, kernel.positions):
+    twins: dict[Callable[..., Any], Callable[..., Any]] = {
+        kernel.select: _select_branch, kernel.pick: _pick_scalar, kernel.cdiv_unroll: _cdiv_unroll_scalar}
+    for fn in (kernel.cdiv, kernel.cdiv_by, kernel.cdiv_unroll, kernel.select, kernel.pick, kernel.trip_table,
+               kernel.operand_pass, kernel.compute_cycles, kernel.sweep_shapes, kernel.footprint, kernel.feasible,
+               kernel.reload, kernel.finish, kernel.objective_value, kernel.masks, kernel.hoist_bits):
         # Inlined at the IR level: the tables tuple is passed once, not copied at every call.
-        overload(fn, inline="always", strict=False)(_same(_select_branch if fn is kernel.select else fn))
+        overload(fn, inline="always", strict=False)(_same(twins.get(fn, fn)))
     kernel.prange = numba.prange  # type: ignore[assignment]
     # The loops allocate nothing (scratch comes from the caller), so they need no reference counting,
     # which would otherwise cost atomic increments on every table of the inlined functions' arguments.
@@ -84,6 +87,16 @@ def loops() -> tuple[Callable[..., None], Callable[..., None]] | None:
 def _select_branch(c: Any, a: Any, b: Any) -> Any:
     """``kernel.select`` for one candidate (``c`` is 0/1): a conditional move, not a multiplication."""
     return a if c else b
+
+
+def _pick_scalar(row: Any, d: Any) -> Any:
+    """``kernel.pick`` for one candidate: a plain read."""
+    return row[d]
+
+
+def _cdiv_unroll_scalar(a: Any, u: Any) -> Any:
+    """``kernel.cdiv_unroll`` for one candidate: no division when the dimension is not unrolled."""
+    return a if u <= 1 else -(-a // u)
 
 
 def _same(fn: Callable[..., Any]) -> Callable[..., Callable[..., Any]]:
@@ -128,13 +141,6 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return view
 
 
-def _flags(hoist: np.ndarray) -> np.ndarray:
-    """Hoist flags as 0/1 bytes: a view of a boolean array (no copy), else converted."""
-    if hoist.dtype == np.bool_:
-        return _read_only(np.ascontiguousarray(hoist).view(np.int8))
-    return _read_only(np.ascontiguousarray(hoist, dtype=np.int8))
-
-
 def _ints(a: np.ndarray) -> np.ndarray:
     return _read_only(np.ascontiguousarray(a, dtype=np.int64))
 
@@ -152,8 +158,8 @@ def evaluate(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, o
     en = np.empty((n, 5))
     fp = np.empty((n, len(K.cap)), dtype=np.int64)
     feas = np.empty(n, dtype=np.bool_)
-    compiled[0](K, _ints(tiles), _flags(hoist), _ints(unroll), _ints(order), _ints(layouts), rd, wr, bu, cyc, en, fp,
-                feas.view(np.int8), *_scratch(K, n))
+    compiled[0](K, _ints(tiles), _read_only(hoist_words(hoist)), _ints(unroll), _ints(order), _ints(layouts), rd, wr,
+                bu, cyc, en, fp, feas.view(np.int8), *_scratch(K, n))
     return CostBatch(feasible=feas, footprint_bytes=fp, dram_read_bytes=rd, dram_write_bytes=wr, dram_bursts=bu,
                      dram_cycles=cyc[0], compute_cycles=cyc[1], noc_cycles=cyc[2], latency_cycles=cyc[3],
                      energy_breakdown_pj=en, macs=macs, peak_macs_per_cycle=peak_macs_per_cycle)
@@ -166,8 +172,8 @@ def orders(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, lay
     assert compiled is not None
     n = len(tiles)
     keys = np.empty((n, len(order_table)))
-    compiled[1](K, _ints(tiles), _flags(hoist), _ints(unroll), _ints(layouts), _ints(order_table), objective, keys,
-                *_scratch(K, n))
+    compiled[1](K, _ints(tiles), _read_only(hoist_words(hoist)), _ints(unroll), _ints(layouts), _ints(order_table),
+                objective, keys, *_scratch(K, n))
     return keys
 
 

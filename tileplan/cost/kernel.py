@@ -8,16 +8,22 @@ that they give bit-identical costs.
 
 Rules that keep one source valid for both: loops run over dimensions, operands, shapes and
 positions (never over candidates); a choice that differs per candidate is arithmetic
-(:func:`select`), never ``if``; integers stay integers until the model converts them (every byte,
-burst and cycle count is exact), and floating-point sums happen in one fixed order.
+(:func:`select`), never ``if``; a table read at a per-candidate dimension goes through
+:func:`pick`; integers stay integers until the model converts them (every byte, burst and cycle
+count is exact), and floating-point sums happen in one fixed order. A few helpers (:func:`select`,
+:func:`pick`, :func:`cdiv_unroll`) have a cheaper scalar twin in ``cost.compiled`` that returns the
+same value.
 
-Per candidate the inputs are ``t`` (8 tile sizes), ``h`` (3 x 8 hoist flags, 0/1), ``u`` (8
-unroll factors) and the DRAM layout code of each operand; tables of the layer, the accelerator and
-the core split come in ``K`` (a :class:`~tileplan.cost.tables_kernel.KernelTables`). Stage one
-(:func:`sweep_shapes`) fills, per core shape ``s``, the order-independent integers ``pi[s, :]``
-(fields ``F_*``), the compute cycles ``pf[s, 0]`` and the trip table ``dd[s]`` (:func:`trip_table`:
-each dimension's clipped tile, trip count and remainder tile, the only divisions by tile sizes);
-stage two (:func:`finish`) applies a loop order and returns the chip totals.
+Per candidate the inputs are ``t`` (8 tile sizes), ``hm`` (per operand, a bitmask of its hoisted
+dimensions: bit ``d`` set when dimension ``d`` is hoisted), ``u`` (8 unroll factors) and the DRAM
+layout code of each operand; tables of the layer, the accelerator and the core split come in ``K``
+(a :class:`~tileplan.cost.kernel_tables.KernelTables`): everything that does not depend on the
+candidate is looked up there (trip counts of every tile size, each layout's storage dimensions and
+bytes per step, input halos), so what is left per candidate is a few dozen integer operations per
+operand. Stage one (:func:`sweep_shapes`) fills, per core shape ``s``, the order-independent
+integers ``pi[s, :]`` (fields ``F_*``), the compute cycles ``pf[s, 0]`` and the trip table ``dd[s]``
+(:func:`trip_table`: each dimension's clipped tile, trip count and remainder tile); stage two
+(:func:`finish`) applies a loop order and returns the chip totals.
 """
 
 from __future__ import annotations
@@ -52,6 +58,12 @@ def cdiv_by(a: Any, b: int, shift: int) -> Any:
     return cdiv(a, b)
 
 
+def cdiv_unroll(a: Any, u: Any) -> Any:
+    """Steps of ``a`` elements over ``u`` PE lanes, ``ceil(a / u)``; ``u <= 1`` means not unrolled
+    (``a`` steps). The compiled twin skips the division when ``u <= 1``, the common case."""
+    return cdiv(a, np.maximum(u, 1))
+
+
 def log2_exact(b: int) -> int:
     """``k`` where ``b == 1 << k``, else -1 (the ``shift`` of :func:`cdiv_by`)."""
     return b.bit_length() - 1 if b > 0 and b & (b - 1) == 0 else -1
@@ -62,8 +74,24 @@ def select(c: Any, a: Any, b: Any) -> Any:
     return b + c * (a - b)
 
 
-# Fields of the input halo table ``KernelTables.halo[s, axis, slot, i, j, hoist_out, hoist_kernel, field]``
-# (``cost.tables.halo_table`` of output tiles i + 1 and kernel tiles j + 1 long).
+def pick(row: Any, d: Any) -> Any:
+    """``row[d]`` where ``d`` is a dimension chosen per candidate: ``row`` is a table row indexed by
+    dimension (vectorised: ``(dims, n)``, and ``d`` a scalar or an ``(n,)`` array)."""
+    if np.ndim(d) == 0:
+        return row[d]
+    return np.take_along_axis(row, d[None, :], axis=0)[0]
+
+
+def hoist_bits(word: Any) -> Any:
+    """Bitmask of an operand's hoisted dimensions (bit ``d``: dimension ``d``) from its 8 flags as
+    0/1 bytes of one little-endian uint64 word: multiplying by ``sum_k 2**(56 - 7k)`` moves byte
+    ``k``'s bit to bit ``56 + k`` without carries (every other product lands on a distinct bit
+    outside 56..63), so the top byte is the mask."""
+    return np.int64((word * np.uint64(0x0102040810204080)) >> np.uint64(56))
+
+
+# Fields of one entry of the input halo table ``KernelTables.halo`` (``cost.tables.halo_table`` of an
+# output tile and a kernel tile under two hoist flags; see ``kernel_tables``).
 H_SUM = 0  # sum of the input extents over tile positions
 H_MAX = 1  # largest extent
 H_FULL = 2  # positions whose extent spans the whole input dimension
@@ -81,61 +109,56 @@ DD_COLS = 9
 
 
 def trip_table(K: Any, s: int, t: Any, dd: Any) -> None:
-    """Fill ``dd[s, :, d]`` for every dimension ``d`` of core shape ``s`` (rows ``D_*``)."""
+    """Fill ``dd[s, :, d]`` for every dimension ``d`` of core shape ``s`` (rows ``D_*``): trip counts
+    and remainder tiles come from ``K.trips`` (entry ``K.toff[s, d] + tile``: no division)."""
     dd[s, D_TILE, D_NEUTRAL] = 1
     dd[s, D_TRIPS, D_NEUTRAL] = 1
     dd[s, D_REM, D_NEUTRAL] = 1
     for d in range(8):
-        length = K.length[s, d]
-        tc = np.minimum(t[d], length)
-        n = cdiv(length, tc)
+        tc = np.minimum(t[d], K.length[s, d])
+        x = 2 * (K.toff[s, d] + tc)
         dd[s, D_TILE, d] = tc
-        dd[s, D_TRIPS, d] = n
-        dd[s, D_REM, d] = length - (n - 1) * tc
+        dd[s, D_TRIPS, d] = K.trips[x]
+        dd[s, D_REM, d] = K.trips[x + 1]
 
 
-def operand_pass(K: Any, s: int, op: int, code: int, b: int, b2: int, h: Any,
-                 dd: Any) -> tuple[Any, Any, Any, Any, Any]:
+def operand_pass(K: Any, s: int, op: int, code: int, two: bool, hm: Any, dd: Any) -> tuple[Any, Any, Any, Any, Any]:
     """One operand on core shape ``s``: (elements of one sweep of its tiles, elements of its largest
-    tile box, elements one compute step touches summed over positions, bursts of one sweep at
-    ``b`` bytes per element, the same at ``b2`` bytes per element: the output's partial sums; pass
-    ``b2 == b`` when not needed, the input's halo tables hold bursts at ``b`` only).
+    tile box, elements one compute step touches summed over positions, bursts of one sweep, the
+    same at partial-sum precision when ``two`` (the output's partial sums; else equal to the former)).
 
-    Storage dimensions are visited from the innermost (in layout ``code`` order) outwards. A run of
-    contiguous bytes extends outwards while boxes span whole tensor dimensions; each run costs
-    ``ceil(run / burst)``. Summed over the cartesian grid of positions, the bursts are
-    ``sum_j (prod_{i<j} ext_i) * B_j * (prod_{i>j} full_i)`` (``B_j``: burst sum of dimension j over
-    the positions that are not whole, all positions for the outermost one), accumulated here as
-    ``acc = B_j * F + ext_j * acc`` with ``F`` the product of ``full`` of the dimensions inside.
+    Storage dimensions are visited from the innermost (in layout ``code`` order) outwards; the
+    layout's plan (``K.pdim``: loop dimension, ``K.paxis``: input halo axis or -1, ``K.pinner``: bytes
+    of one step along the dimension) and what depends only on the slice (``K.pwhole``, ``K.pone``)
+    come from the tables. A run of contiguous bytes extends outwards while boxes span whole tensor
+    dimensions; each run costs ``ceil(run / burst)``. Summed over the cartesian grid of positions,
+    the bursts are ``sum_j (prod_{i<j} ext_i) * B_j * (prod_{i>j} full_i)`` (``B_j``: burst sum of
+    dimension j over the positions that are not whole, all positions for the outermost one),
+    accumulated here as ``acc = B_j * F + ext_j * acc`` with ``F`` the product of ``full`` of the
+    dimensions inside.
     """
     elems = 1
     box = 1
     step = 1
     acc = 0
     full_in = 1
-    inner = b  # bytes of one step along the dimension carrying the run
     acc2 = 0
-    inner2 = b2
     burst = K.burst
     bshift = K.burst_shift
     for pos in range(4, -1, -1):
-        e = K.lorder[op, code, pos]
-        d = K.sdim[op, e]
-        size = K.tsize[op, e]
-        if op == 0 and e >= 3:  # input rows (P with R) or columns (Q with S): the halo tables
-            a = e - 3
+        d = K.pdim[op, code, pos]
+        a = K.paxis[op, code, pos]
+        if a >= 0:  # input rows (P with R) or columns (Q with S): the halo table
             dk = 6 + a
             i = dd[s, D_TILE, d] - 1
             j = np.minimum(dd[s, D_TILE, dk], K.hkernel[a]) - 1
-            ho = h[d]
-            hk = h[dk]
-            slot = K.hslot[code, a]
-            ext = K.halo[s, a, slot, i, j, ho, hk, H_SUM]
-            mx = K.halo[s, a, slot, i, j, ho, hk, H_MAX]
-            nf = K.halo[s, a, slot, i, j, ho, hk, H_FULL]
-            sext = K.halo[s, a, slot, i, j, ho, hk, H_SUM00]
-            every = K.halo[s, a, slot, i, j, ho, hk, H_EVERY]
-            partial = K.halo[s, a, slot, i, j, ho, hk, H_PARTIAL]
+            x = K.hbase[s, a, code] + (i * K.hk_max + j) * 24 + (((hm >> d) & 1) * 2 + ((hm >> dk) & 1)) * N_HALO
+            ext = K.halo[x + H_SUM]
+            mx = K.halo[x + H_MAX]
+            nf = K.halo[x + H_FULL]
+            sext = K.halo[x + H_SUM00]
+            every = K.halo[x + H_EVERY]
+            partial = K.halo[x + H_PARTIAL]
             every2 = every
             partial2 = partial
         else:
@@ -143,22 +166,24 @@ def operand_pass(K: Any, s: int, op: int, code: int, b: int, b2: int, h: Any,
             tc = dd[s, D_TILE, d]
             n = dd[s, D_TRIPS, d]
             rem = dd[s, D_REM, d]
-            single = h[d] | (n == 1)
-            whole_dim = single & (length == size)
+            single = ((hm >> d) & 1) | (n == 1)
+            whole_dim = single & K.pwhole[s, op, code, pos]
             ext = length
             sext = length
             mx = select(single, length, tc)
-            nf = whole_dim * 1
+            nf = whole_dim
+            inner = K.pinner[op, code, pos]
             multi = (n - 1) * cdiv_by(tc * inner, burst, bshift) + cdiv_by(rem * inner, burst, bshift)
-            every = select(single, cdiv_by(length * inner, burst, bshift), multi)
+            every = select(single, K.pone[s, op, code, pos], multi)
             partial = select(whole_dim, 0, every)
-            if b2 == b:
+            if two:
+                inner2 = K.pinner2[op, code, pos]
+                multi2 = (n - 1) * cdiv_by(tc * inner2, burst, bshift) + cdiv_by(rem * inner2, burst, bshift)
+                every2 = select(single, K.pone2[s, op, code, pos], multi2)
+                partial2 = select(whole_dim, 0, every2)
+            else:
                 every2 = every
                 partial2 = partial
-            else:
-                multi2 = (n - 1) * cdiv_by(tc * inner2, burst, bshift) + cdiv_by(rem * inner2, burst, bshift)
-                every2 = select(single, cdiv_by(length * inner2, burst, bshift), multi2)
-                partial2 = select(whole_dim, 0, every2)
         run = every if pos == 0 else partial
         acc = run * full_in + ext * acc
         run2 = every2 if pos == 0 else partial2
@@ -167,26 +192,20 @@ def operand_pass(K: Any, s: int, op: int, code: int, b: int, b2: int, h: Any,
         elems = elems * ext
         box = box * mx
         step = step * sext
-        inner = inner * size
-        inner2 = inner2 * size
     return elems, box, step, acc, acc2
 
 
 def compute_cycles(K: Any, s: int, u: Any, dd: Any) -> Any:
     """Cycles to run every tile of core shape ``s``: per tile, unrolled dims take ceil(t/u) steps,
     each flattened PE-array axis ceil(prod t / lanes) steps, other dims t steps (TSO Eq. 7-8,
-    e-PlaNNer Eq. 6.9); divided by the MACs per PE per cycle, rounded up."""
+    e-PlaNNer Eq. 6.9); divided by the MACs per PE per cycle, rounded up. (A dimension that is not
+    unrolled takes ``(n - 1) * t + rem``: its slice length.)"""
     total = 1.0 * K.op_factor
     for d in range(8):
         if K.flat[d]:
             continue
-        length = K.length[s, d]
-        tc = dd[s, D_TILE, d]
-        n = dd[s, D_TRIPS, d]
-        rem = dd[s, D_REM, d]
         ud = u[d]
-        spatial = (n - 1) * cdiv(tc, ud) + cdiv(rem, ud)
-        total = total * select(ud > 1, spatial, length)
+        total = total * ((dd[s, D_TRIPS, d] - 1) * cdiv_unroll(dd[s, D_TILE, d], ud) + cdiv_unroll(dd[s, D_REM, d], ud))
     for ax in range(K.fax_dims.shape[0]):
         # Sum over every combination of whole (n - 1 of them) and remainder tiles of the axis's four
         # dimension slots (an unused slot is the neutral column: its whole-tile term is 0, its remainder
@@ -214,9 +233,11 @@ def compute_cycles(K: Any, s: int, u: Any, dd: Any) -> Any:
     return np.ceil(total / K.macs_pe)
 
 
-def sweep_shapes(K: Any, t: Any, h: Any, u: Any, c0: int, c1: int, c2: int, pi: Any, pf: Any, dd: Any) -> None:
+def sweep_shapes(K: Any, t: Any, hm0: Any, hm1: Any, hm2: Any, u: Any, c0: int, c1: int, c2: int, pi: Any, pf: Any,
+                 dd: Any) -> None:
     """Stage one: fill ``pi[s, :]``, ``pf[s, 0]`` and ``dd[s]`` for every core shape ``s`` (see module
-    docstring)."""
+    docstring); ``hm0..hm2`` are the operands' hoist bitmasks, ``c0..c2`` their layout codes."""
+    two = K.psum != K.ebytes[2]
     for s in range(K.length.shape[0]):
         trip_table(K, s, t, dd)
         for op in range(3):
@@ -225,14 +246,13 @@ def sweep_shapes(K: Any, t: Any, h: Any, u: Any, c0: int, c1: int, c2: int, pi: 
                     pi[s, f + op] = 0
                 continue
             code = c0 if op == 0 else (c1 if op == 1 else c2)
-            b = K.ebytes[op]
-            b2 = K.psum if op == 2 else b
-            elems, box, step, bursts, bursts2 = operand_pass(K, s, op, code, b, b2, h[op], dd)
+            hm = hm0 if op == 0 else (hm1 if op == 1 else hm2)
+            elems, box, step, bursts, bursts2 = operand_pass(K, s, op, code, two and op == 2, hm, dd)
             irrelevant = 1
             for d in range(8):
                 if not K.rel[op, d]:
                     irrelevant = irrelevant * dd[s, D_TRIPS, d]
-            pi[s, F_SWEEP + op] = elems * b
+            pi[s, F_SWEEP + op] = elems * K.ebytes[op]
             pi[s, F_BURSTS + op] = bursts
             pi[s, F_STEP + op] = irrelevant * step
             pi[s, F_FOOT + op] = box * K.onchip[op] * (K.copies if op == 0 else 1)
@@ -265,36 +285,51 @@ def feasible(K: Any, pi: Any) -> Any:
     return ok
 
 
-def reload(rel: Any, op: int, o: Any, trips: Any, hpos: Any) -> Any:
-    """How many times ``op``'s tiles are swept on one core shape (output: visits of each output box).
+def reload(o: Any, trips: Any, m0: Any, m1: Any, m2: Any) -> tuple[Any, Any, Any]:
+    """How many times each operand's tiles are swept on one core shape (output: visits of each
+    output box), for the three operands at once.
 
-    ``o[p]`` is the dimension at loop position ``p`` (outermost first); ``trips``/``hpos`` are the
-    trip counts and ``op``'s hoist flags at each position; ``rel`` is ``KernelTables.rel``. With q
-    the innermost position over a non-hoisted dimension that indexes ``op`` and has more than one
-    trip, the factor is the product of the trips of the other loops at or outside q (1 when there
-    is no such q)."""
-    out = 1
-    run = 1
+    ``o[p]`` is the dimension at loop position ``p`` (outermost first), ``trips`` the shape's trip
+    counts by dimension (read with :func:`pick`), ``m0..m2`` bitmasks of the dimensions that index
+    each operand and are not hoisted. With q the innermost position over such a dimension that has
+    more than one trip, the factor is the product of the trips of the other loops at or outside q
+    (1 when there is no such q)."""
+    run0 = 1
+    run1 = 1
+    run2 = 1
+    out0 = 1
+    out1 = 1
+    out2 = 1
     for p in range(8):
         d = o[p]
-        n = trips[p]
-        indexes = rel[op, d] * (hpos[p] == 0)
-        run = run * select(indexes, 1, n)
-        out = select(indexes * (n > 1), run, out)
-    return out
+        n = pick(trips, d)
+        big = n > 1
+        i0 = (m0 >> d) & 1
+        i1 = (m1 >> d) & 1
+        i2 = (m2 >> d) & 1
+        run0 = run0 * select(i0, 1, n)
+        run1 = run1 * select(i1, 1, n)
+        run2 = run2 * select(i2, 1, n)
+        out0 = select(i0 & big, run0, out0)
+        out1 = select(i1 & big, run1, out1)
+        out2 = select(i2 & big, run2, out2)
+    return out0, out1, out2
 
 
-def finish(K: Any, o: Any, ppos: Any, hpos: Any, pi: Any, pf: Any, pr: Any) -> tuple[Any, ...]:
+def finish(K: Any, o: Any, dd: Any, m0: Any, m1: Any, m2: Any, pi: Any, pf: Any, pr: Any) -> tuple[Any, ...]:
     """Stage two under loop order ``o``: (DRAM read bytes of input, weight, output; DRAM write bytes;
     bursts of input, weight, output; DRAM cycles, compute cycles, NoC cycles, latency cycles; energy
-    pJ of MACs, register files, on-chip buffers, NoC, DRAM). ``ppos[s, p]`` is the trip count of
-    shape ``s`` at loop position ``p``, ``hpos[op, p]`` the hoist flag; ``pr`` is scratch for the
-    reload factors of each shape. Feasibility is not applied here (see ``feasible``)."""
+    pJ of MACs, register files, on-chip buffers, NoC, DRAM). ``dd`` is stage one's trip table,
+    ``m0..m2`` the bitmasks of the dimensions that index each operand and are not hoisted (see
+    :func:`reload`); ``pr`` is scratch for the reload factors of each shape. Feasibility is not
+    applied here (see ``feasible``)."""
     count = K.copies
     n_shapes = K.length.shape[0]
     for s in range(n_shapes):
-        for op in range(3):
-            pr[s, op] = reload(K.rel, op, o, ppos[s], hpos[op])
+        f0, f1, f2 = reload(o, dd[s, D_TRIPS], m0, m1, m2)
+        pr[s, 0] = f0
+        pr[s, 1] = f1
+        pr[s, 2] = f2
     r0 = 0.0
     r1 = 0.0
     r2 = 0.0
@@ -388,28 +423,23 @@ def objective_value(code: int, v: Any) -> Any:
 # they are compiled without numba's reference counting).
 
 
-def positions(K: Any, o: Any, h: Any, dd: Any, ppos: Any, hpos: Any) -> None:
-    """Trip counts ``ppos[s, p]`` and hoist flags ``hpos[op, p]`` at each loop position of order ``o``."""
-    for p in range(8):
-        d = o[p]
-        for s in range(K.length.shape[0]):
-            ppos[s, p] = dd[s, D_TRIPS, d]
-        for op in range(3):
-            hpos[op, p] = h[op, d]
+def masks(K: Any, hm0: Any, hm1: Any, hm2: Any) -> tuple[Any, Any, Any]:
+    """Bitmasks of the dimensions that index each operand and are not hoisted (for :func:`reload`)."""
+    return K.relmask[0] & ~hm0, K.relmask[1] & ~hm1, K.relmask[2] & ~hm2
 
 
 def scratch_shapes(n_shapes: int) -> tuple[tuple[int, ...], ...]:
-    """Shapes of one block's scratch tables (pi, pf, pr, dd, ppos, hpos; the ``S_*`` arguments of
-    the loops below, each with a leading block axis); ``pf`` is float64, the others int64."""
-    return (n_shapes, N_FIELDS), (n_shapes, 1), (n_shapes, 3), (n_shapes, 3, DD_COLS), (n_shapes, 8), (3, 8)
+    """Shapes of one block's scratch tables (pi, pf, pr, dd; the ``S_*`` arguments of the loops
+    below, each with a leading block axis); ``pf`` is float64, the others int64."""
+    return (n_shapes, N_FIELDS), (n_shapes, 1), (n_shapes, 3), (n_shapes, 3, DD_COLS)
 
 
 def evaluate_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, order: Any, layouts: Any, rd: Any, wr: Any,
-                  bu: Any, cyc: Any, en: Any, fp: Any, feas: Any, S_pi: Any, S_pf: Any, S_pr: Any, S_dd: Any,
-                  S_ppos: Any, S_hpos: Any) -> None:
+                  bu: Any, cyc: Any, en: Any, fp: Any, feas: Any, S_pi: Any, S_pf: Any, S_pr: Any, S_dd: Any) -> None:
     """Every candidate's costs straight into the arrays of a ``CostBatch``: DRAM reads ``rd[i]`` (3),
     writes ``wr[i]``, bursts ``bu[i]`` (3), cycles ``cyc[k, i]`` (DRAM, compute, NoC, latency), energy
-    ``en[i]`` (5), footprints ``fp[i]``, fit ``feas[i]`` (cycles and energy ``inf`` where it does not fit)."""
+    ``en[i]`` (5), footprints ``fp[i]``, fit ``feas[i]`` (cycles and energy ``inf`` where it does not fit).
+    ``hoist[i, op]`` holds operand ``op``'s hoist flags (see :func:`hoist_bits`)."""
     n = tiles.shape[0]
     chunks = S_pi.shape[0]
     for c in prange(chunks):
@@ -417,20 +447,19 @@ def evaluate_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, order: Any, layou
         pf = S_pf[c]
         pr = S_pr[c]
         dd = S_dd[c]
-        ppos = S_ppos[c]
-        hpos = S_hpos[c]
         for i in range(c * n // chunks, (c + 1) * n // chunks):
-            h = hoist[i]
-            sweep_shapes(K, tiles[i], h, unroll[i], layouts[i, 0], layouts[i, 1], layouts[i, 2], pi, pf, dd)
+            hm0 = hoist_bits(hoist[i, 0])
+            hm1 = hoist_bits(hoist[i, 1])
+            hm2 = hoist_bits(hoist[i, 2])
+            sweep_shapes(K, tiles[i], hm0, hm1, hm2, unroll[i], layouts[i, 0], layouts[i, 1], layouts[i, 2], pi, pf, dd)
             ok = 1  # ``feasible``, from the footprints written here
             for m in range(K.cap.shape[0]):
                 need = footprint(K, pi, m)
                 fp[i, m] = need
                 ok = ok * (need * K.dbl <= K.cap[m])
             feas[i] = ok
-            o = order[i]
-            positions(K, o, h, dd, ppos, hpos)
-            v = finish(K, o, ppos, hpos, pi, pf, pr)
+            m0, m1, m2 = masks(K, hm0, hm1, hm2)
+            v = finish(K, order[i], dd, m0, m1, m2, pi, pf, pr)
             inf = 0.0 if ok else np.inf
             for f in range(3):
                 rd[i, f] = v[f]
@@ -443,7 +472,7 @@ def evaluate_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, order: Any, layou
 
 
 def orders_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, layouts: Any, orders: Any, objective: int,
-                keys: Any, S_pi: Any, S_pf: Any, S_pr: Any, S_dd: Any, S_ppos: Any, S_hpos: Any) -> None:
+                keys: Any, S_pi: Any, S_pf: Any, S_pr: Any, S_dd: Any) -> None:
     """``keys[i, k]``: objective of candidate ``i`` under ``orders[k]`` (``inf`` where it does not fit);
     stage one runs once per candidate."""
     n = tiles.shape[0]
@@ -453,16 +482,15 @@ def orders_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, layouts: Any, order
         pf = S_pf[c]
         pr = S_pr[c]
         dd = S_dd[c]
-        ppos = S_ppos[c]
-        hpos = S_hpos[c]
         for i in range(c * n // chunks, (c + 1) * n // chunks):
-            h = hoist[i]
-            sweep_shapes(K, tiles[i], h, unroll[i], layouts[i, 0], layouts[i, 1], layouts[i, 2], pi, pf, dd)
+            hm0 = hoist_bits(hoist[i, 0])
+            hm1 = hoist_bits(hoist[i, 1])
+            hm2 = hoist_bits(hoist[i, 2])
+            sweep_shapes(K, tiles[i], hm0, hm1, hm2, unroll[i], layouts[i, 0], layouts[i, 1], layouts[i, 2], pi, pf, dd)
             if not feasible(K, pi):
                 for k in range(orders.shape[0]):
                     keys[i, k] = np.inf
                 continue
+            m0, m1, m2 = masks(K, hm0, hm1, hm2)
             for k in range(orders.shape[0]):
-                o = orders[k]
-                positions(K, o, h, dd, ppos, hpos)
-                keys[i, k] = objective_value(objective, finish(K, o, ppos, hpos, pi, pf, pr))
+                keys[i, k] = objective_value(objective, finish(K, orders[k], dd, m0, m1, m2, pi, pf, pr))

@@ -1,8 +1,12 @@
 """The tables the cost kernel reads: a layer on an accelerator under one core split, as flat arrays.
 
 ``cost.kernel`` takes one :class:`KernelTables` (a named tuple of integers, floats and arrays, so
-numba can type it) instead of Python objects. Input rows/columns come from the exact per-slice
-halo tables of ``cost.tables``, padded to a common size and stacked per core shape.
+numba can type it) instead of Python objects. Everything that does not depend on the candidate is
+computed here once per (layer, accelerator, core split): the trip count and remainder tile of every
+tile size of every dimension, each DRAM layout's plan (storage dimensions innermost first, bytes of
+one step along each, whether a slice spans the tensor dimension, the bursts of a whole slice), and
+the input rows/columns from the exact per-slice halo tables of ``cost.tables``, padded to a common
+size, stacked per core shape and flattened.
 """
 
 from __future__ import annotations
@@ -11,7 +15,19 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tileplan.cost.kernel import D_NEUTRAL, H_EVERY, H_FULL, H_MAX, H_PARTIAL, H_SUM, H_SUM00, N_HALO, log2_exact
+from tileplan.cost.kernel import (
+    D_NEUTRAL,
+    H_EVERY,
+    H_FULL,
+    H_MAX,
+    H_PARTIAL,
+    H_SUM,
+    H_SUM00,
+    N_HALO,
+    cdiv,
+    hoist_bits,
+    log2_exact,
+)
 from tileplan.cost.problem import CoreGrid, Problem
 from tileplan.cost.tables import halo_table
 from tileplan.dims import DIMS, OPERANDS, RELEVANT, Dim, Operand
@@ -60,13 +76,21 @@ class KernelTables(NamedTuple):
 
     length: np.ndarray  # (shapes, 8) slice length of every core shape
     kcount: np.ndarray  # (shapes,) cores running each shape
-    tsize: np.ndarray  # (3, 5) tensor sizes of each operand's storage dimensions
-    sdim: np.ndarray  # (3, 5) loop dimension indexing each storage dimension
     rel: np.ndarray  # (3, 8) 1 where a dimension indexes an operand
-    lorder: np.ndarray  # (3, 24, 5) storage dimension at each layout position, per layout code
-    hslot: np.ndarray  # (24, 2) burst-table slot of input rows/columns per input layout code
+    relmask: np.ndarray  # (3,) the same as bitmasks (bit d: dimension d)
+    toff: np.ndarray  # (shapes, 8): trips[2 * (toff[s, d] + t)]: trip count of tile size t; the next: remainder
+    trips: np.ndarray  # (2 * sum of slice lengths,) see toff
+    pdim: np.ndarray  # (3, 24, 5) loop dimension at each storage position (outermost first), per layout code
+    paxis: np.ndarray  # (3, 24, 5) input halo axis (0 rows, 1 columns) at each position, else -1
+    pinner: np.ndarray  # (3, 24, 5) bytes of one step along the position's storage dimension (DRAM precision)
+    pinner2: np.ndarray  # (3, 24, 5) the same at partial-sum precision (output)
+    pwhole: np.ndarray  # (shapes, 3, 24, 5) 1 where the slice spans the whole tensor dimension
+    pone: np.ndarray  # (shapes, 3, 24, 5) bursts of a whole-slice box along the position: ceil(length * inner / burst)
+    pone2: np.ndarray  # (shapes, 3, 24, 5) the same at partial-sum precision
     hkernel: np.ndarray  # (2,) kernel rows / columns
-    halo: np.ndarray  # (shapes, 2, slots, out, kernel, 2, 2, kernel.N_HALO) input halo table (fields kernel.H_*)
+    hk_max: int  # kernel-tile extent of the halo table
+    hbase: np.ndarray  # (shapes, 2, 24) offset in ``halo`` of a shape's axis for an input layout code
+    halo: np.ndarray  # flat (shapes, 2, slots, out, hk_max, 2, 2, kernel.N_HALO) input halo table (fields kernel.H_*)
     has: np.ndarray  # (3,) 1 where the operand moves data
     ebytes: np.ndarray  # (3,) bytes per element in DRAM (output at output precision)
     onchip: np.ndarray  # (3,) bytes per element on chip (output at partial-sum precision)
@@ -134,13 +158,73 @@ def _halo_table(problem: Problem, grid: CoreGrid, input_codes: list[int]) -> np.
     return halo
 
 
+def hoist_words(hoist: np.ndarray) -> np.ndarray:
+    """(n, 3) uint64: the 8 hoist flags of each operand ((n, 3, 8)) as 0/1 bytes in one little-endian
+    word (a view, no copy, of a contiguous boolean array); ``kernel.hoist_bits`` turns one into a mask."""
+    flags = np.asarray(hoist)
+    if flags.dtype != np.bool_:
+        flags = flags != 0
+    return np.ascontiguousarray(flags).view(np.uint64)[..., 0]
+
+
+def hoist_masks(hoist: np.ndarray) -> np.ndarray:
+    """(n, 3) int64 bitmasks of hoisted dimensions (bit ``d``: dimension ``d``) from (n, 3, 8) flags."""
+    return np.asarray(hoist_bits(hoist_words(hoist)), dtype=np.int64)
+
+
+def _plans(problem: Problem, length: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``pdim``, ``paxis``, ``pinner``, ``pinner2``, ``pwhole``, ``pone``, ``pone2`` of :class:`KernelTables`."""
+    prec = problem.precision
+    burst = int(problem.arch.dram.burst_bytes)
+    n_shapes = len(length)
+    pdim = np.zeros((3, 24, 5), dtype=np.int64)
+    paxis = np.full((3, 24, 5), -1, dtype=np.int64)
+    pinner = np.zeros((3, 24, 5), dtype=np.int64)
+    pinner2 = np.zeros((3, 24, 5), dtype=np.int64)
+    pwhole = np.zeros((n_shapes, 3, 24, 5), dtype=np.int64)
+    pone = np.zeros((n_shapes, 3, 24, 5), dtype=np.int64)
+    pone2 = np.zeros((n_shapes, 3, 24, 5), dtype=np.int64)
+    ebytes = (prec.input, prec.weight, prec.output)
+    for op in OPERANDS:
+        sizes = tensor_sizes(problem, op)
+        for code in range(len(layout_options(op))):
+            inner = int(ebytes[op])
+            inner2 = int(prec.psum) if op is Operand.OUTPUT else inner
+            for pos, e in reversed(list(enumerate(_LORDER[op, code]))):
+                d = int(_SDIM[op, e])
+                pdim[op, code, pos] = d
+                if op is Operand.INPUT and e >= 3:
+                    paxis[op, code, pos] = e - 3
+                pinner[op, code, pos] = inner
+                pinner2[op, code, pos] = inner2
+                pwhole[:, op, code, pos] = length[:, d] == sizes[e]
+                pone[:, op, code, pos] = cdiv(length[:, d] * inner, burst)
+                pone2[:, op, code, pos] = cdiv(length[:, d] * inner2, burst)
+                inner *= sizes[e]
+                inner2 *= sizes[e]
+    return pdim, paxis, pinner, pinner2, pwhole, pone, pone2
+
+
+def _trips(length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``toff`` and ``trips`` of :class:`KernelTables`: for every shape, dimension and tile size
+    ``t = 1..length`` the trip count ``ceil(length / t)`` and the remainder tile, side by side."""
+    toff = np.zeros(length.shape, dtype=np.int64)
+    parts = []
+    offset = 0
+    for s, row in enumerate(length):
+        for d, n in enumerate(row):
+            toff[s, d] = offset - 1
+            t = np.arange(1, int(n) + 1, dtype=np.int64)
+            trips = cdiv(int(n), t)
+            parts.append(np.stack([trips, n - (trips - 1) * t], axis=1).ravel())
+            offset += int(n)
+    return toff, np.concatenate(parts).astype(np.int64)
+
+
 def kernel_tables(problem: Problem, grid: CoreGrid, input_codes: list[int]) -> KernelTables:
     """Tables for ``grid``; ``input_codes`` are the input layout codes the batch uses."""
     arch = problem.arch
     prec = problem.precision
-    hslot = np.zeros((24, 2), dtype=np.int64)
-    for slot, code in enumerate(input_codes):
-        hslot[code] = slot
     flat = np.zeros(8, dtype=np.int64)
     axes = problem.flattened_axes
     fax_dims = np.full((len(axes), 4), D_NEUTRAL, dtype=np.int64)
@@ -158,12 +242,21 @@ def kernel_tables(problem: Problem, grid: CoreGrid, input_codes: list[int]) -> K
     kcount = np.bincount(grid.shape_of, minlength=n_shapes).astype(np.int64)
     macs = sum(int(k) * int(np.prod(c.length)) * problem.op_factor for k, c in zip(kcount, grid.shapes, strict=True))
     e_mem = [arch.memories[m].energy_pj_per_byte for m in problem.memory_of_operand]
+    length = np.array([c.length for c in grid.shapes], dtype=np.int64)
+    halo = _halo_table(problem, grid, input_codes)
+    slots, out_max, k_max = halo.shape[2:5]
+    hslot = np.zeros((24, 2), dtype=np.int64)
+    for slot, code in enumerate(input_codes):
+        hslot[code] = slot
+    block = out_max * k_max * 4 * N_HALO
+    hbase = ((np.arange(n_shapes)[:, None, None] * 2 + np.arange(2)[None, :, None]) * slots + hslot.T[None]) * block
+    toff, trips = _trips(length)
+    pdim, paxis, pinner, pinner2, pwhole, pone, pone2 = _plans(problem, length)
     return KernelTables(
-        length=np.array([c.length for c in grid.shapes], dtype=np.int64), kcount=kcount,
-        tsize=np.array([tensor_sizes(problem, op) for op in OPERANDS], dtype=np.int64), sdim=_SDIM, rel=_REL,
-        lorder=_LORDER, hslot=hslot,
-        hkernel=np.array([problem.dims[Dim.R], problem.dims[Dim.S]], dtype=np.int64),
-        halo=_halo_table(problem, grid, input_codes),
+        length=length, kcount=kcount, rel=_REL, relmask=(_REL << np.arange(8)).sum(axis=1).astype(np.int64),
+        toff=toff, trips=trips, pdim=pdim, paxis=paxis, pinner=pinner, pinner2=pinner2, pwhole=pwhole, pone=pone,
+        pone2=pone2, hkernel=np.array([problem.dims[Dim.R], problem.dims[Dim.S]], dtype=np.int64), hk_max=int(k_max),
+        hbase=hbase.astype(np.int64), halo=np.ascontiguousarray(halo).reshape(-1),
         has=np.array(problem.has_operand, dtype=np.int64),
         ebytes=np.array([prec.input, prec.weight, prec.output], dtype=np.int64),
         onchip=np.array([prec.input, prec.weight, prec.psum], dtype=np.int64),

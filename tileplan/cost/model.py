@@ -22,7 +22,7 @@ import numpy as np
 
 from tileplan.cost import compiled, kernel
 from tileplan.cost.batch import CostBatch, MappingBatch
-from tileplan.cost.kernel_tables import KernelTables, kernel_tables, storage_order, tensor_sizes
+from tileplan.cost.kernel_tables import KernelTables, hoist_masks, kernel_tables, storage_order, tensor_sizes
 from tileplan.cost.problem import CoreGrid, Problem
 from tileplan.dims import NDIMS, OPERANDS, RELEVANT
 from tileplan.mapping import LAYOUT_LETTERS
@@ -33,7 +33,7 @@ _OBJECTIVE_CODES = {"latency": 0, "energy": 1, "edp": 2, "dram": 3, "perf-per-by
 
 def tables_for(problem: Problem, batch: MappingBatch) -> KernelTables:
     """The kernel's tables for ``batch``'s core split and input layouts (cached on the problem)."""
-    codes = tuple(sorted({int(c) for c in np.unique(batch.layouts[:, 0])})) if len(batch) else (0,)
+    codes = tuple(int(c) for c in np.flatnonzero(np.bincount(batch.layouts[:, 0]))) if len(batch) else (0,)
     return split_tables(problem, batch.cluster_split, batch.core_split, codes)
 
 
@@ -70,12 +70,17 @@ class Sweep:
     grid: CoreGrid
     tables: KernelTables
     tiles: np.ndarray  # (8, n)
-    hoist: np.ndarray  # (3, 8, n) 0/1
+    hoist: np.ndarray  # (3, n) bitmask of each operand's hoisted dimensions
     pi: np.ndarray  # (shapes, kernel.N_FIELDS, n) order-independent integers per core shape
     pf: np.ndarray  # (shapes, 1, n) compute cycles per core shape
-    trips: np.ndarray  # (shapes, 8, n) trip count of every dimension per core shape
+    dd: np.ndarray  # (shapes, 3, kernel.DD_COLS, n) trip table (rows kernel.D_*) per core shape
     feasible: np.ndarray  # (n,)
     footprint: np.ndarray  # (n, memories): max over shapes
+
+    @property
+    def trips(self) -> np.ndarray:
+        """(shapes, 8, n) trip count of every dimension per core shape."""
+        return self.dd[:, kernel.D_TRIPS, :NDIMS]
 
 
 def sweep(problem: Problem, batch: MappingBatch) -> Sweep:
@@ -84,7 +89,7 @@ def sweep(problem: Problem, batch: MappingBatch) -> Sweep:
     n = len(batch)
     n_shapes = len(K.length)
     T = np.ascontiguousarray(batch.tiles.T, dtype=np.int64)
-    H = np.ascontiguousarray(batch.hoist.transpose(1, 2, 0), dtype=np.int64)
+    H = np.ascontiguousarray(hoist_masks(batch.hoist).T)
     U = np.ascontiguousarray(batch.unroll.T, dtype=np.int64)
     pi = np.zeros((n_shapes, kernel.N_FIELDS, n), dtype=np.int64)
     pf = np.zeros((n_shapes, 1, n))
@@ -92,22 +97,24 @@ def sweep(problem: Problem, batch: MappingBatch) -> Sweep:
     codes, inverse = np.unique(batch.layouts, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
     if len(codes) == 1:
-        kernel.sweep_shapes(K, T, H, U, int(codes[0, 0]), int(codes[0, 1]), int(codes[0, 2]), pi, pf, dd)
+        kernel.sweep_shapes(K, T, H[0], H[1], H[2], U, int(codes[0, 0]), int(codes[0, 1]), int(codes[0, 2]), pi, pf,
+                            dd)
     else:  # the layout decides which dimensions carry bursts: one vectorised pass per layout triple
         for g, c in enumerate(codes):
             sel = np.nonzero(inverse == g)[0]
             sub_i = np.zeros((n_shapes, kernel.N_FIELDS, len(sel)), dtype=np.int64)
             sub_f = np.zeros((n_shapes, 1, len(sel)))
             sub_d = np.zeros((n_shapes, 3, kernel.DD_COLS, len(sel)), dtype=np.int64)
-            kernel.sweep_shapes(K, T[:, sel], H[:, :, sel], U[:, sel], int(c[0]), int(c[1]), int(c[2]), sub_i, sub_f,
-                                sub_d)
+            Hs = H[:, sel]
+            kernel.sweep_shapes(K, T[:, sel], Hs[0], Hs[1], Hs[2], U[:, sel], int(c[0]), int(c[1]), int(c[2]), sub_i,
+                                sub_f, sub_d)
             pi[:, :, sel] = sub_i
             pf[:, :, sel] = sub_f
             dd[:, :, :, sel] = sub_d
     fp = np.stack([np.broadcast_to(kernel.footprint(K, pi, m), (n,)) for m in range(len(K.cap))], axis=1)
     feasible = np.broadcast_to(kernel.feasible(K, pi), (n,)).astype(bool)
     grid = problem.core_grid(batch.cluster_split, batch.core_split)
-    return Sweep(problem, grid, K, T, H, pi, pf, dd[:, kernel.D_TRIPS, :NDIMS], feasible, fp.astype(np.int64))
+    return Sweep(problem, grid, K, T, H, pi, pf, dd, feasible, fp.astype(np.int64))
 
 
 def _finish_values(sw: Sweep, order: np.ndarray) -> tuple[np.ndarray | float, ...]:
@@ -116,12 +123,9 @@ def _finish_values(sw: Sweep, order: np.ndarray) -> tuple[np.ndarray | float, ..
     if order.ndim == 2 and len(order) and np.all(order == order[0]):
         order = order[0]
     pr = np.zeros((len(sw.tables.length), 3, n), dtype=np.int64)
-    if order.ndim == 1:
-        return kernel.finish(sw.tables, order, sw.trips[:, order], sw.hoist[:, order], sw.pi, sw.pf, pr)
-    o = np.ascontiguousarray(np.broadcast_to(order, (n, NDIMS)).T)
-    ppos = np.take_along_axis(sw.trips, np.broadcast_to(o, sw.trips.shape), axis=1)
-    hpos = np.take_along_axis(sw.hoist, np.broadcast_to(o, (3, NDIMS, n)), axis=1)
-    return kernel.finish(sw.tables, o, ppos, hpos, sw.pi, sw.pf, pr)
+    o = order if order.ndim == 1 else np.ascontiguousarray(np.broadcast_to(order, (n, NDIMS)).T)
+    m0, m1, m2 = kernel.masks(sw.tables, sw.hoist[0], sw.hoist[1], sw.hoist[2])
+    return kernel.finish(sw.tables, o, sw.dd, m0, m1, m2, sw.pi, sw.pf, pr)
 
 
 def _cost_batch(problem: Problem, values: np.ndarray, footprint: np.ndarray, feasible: np.ndarray) -> CostBatch:
@@ -173,8 +177,8 @@ def evaluate_orders(problem: Problem, batch: MappingBatch, orders: np.ndarray, o
     sw = sweep(problem, batch)
     k = len(orders)
     # Every order at once: candidate i under order j is column i * k + j.
-    rep = Sweep(problem, sw.grid, sw.tables, np.repeat(sw.tiles, k, axis=1), np.repeat(sw.hoist, k, axis=2),
-                np.repeat(sw.pi, k, axis=2), np.repeat(sw.pf, k, axis=2), np.repeat(sw.trips, k, axis=2),
+    rep = Sweep(problem, sw.grid, sw.tables, np.repeat(sw.tiles, k, axis=1), np.repeat(sw.hoist, k, axis=1),
+                np.repeat(sw.pi, k, axis=2), np.repeat(sw.pf, k, axis=2), np.repeat(sw.dd, k, axis=3),
                 np.repeat(sw.feasible, k), sw.footprint)
     keys = np.asarray(kernel.objective_value(code, _finish_values(rep, np.tile(orders, (n, 1)))), dtype=np.float64)
     keys = np.broadcast_to(keys, (n * k,)).reshape(n, k).copy()
@@ -196,25 +200,20 @@ def compute_cycles(K: KernelTables, tiles: np.ndarray, unroll: np.ndarray) -> np
 
 def reload_factors(order: np.ndarray, trips: np.ndarray, hoist: np.ndarray) -> np.ndarray:
     """(n, 3): how many times each operand's tiles are swept (output: visits of each output box)
-    under ``order`` ((8,) or (n, 8)), given the trip counts ((n, 8)) directly: ``kernel.reload`` on
-    the trip counts at each loop position."""
+    under ``order`` ((8,) or (n, 8)), given the trip counts ((n, 8)) directly and the hoist flags
+    ((n, 3, 8)): ``kernel.reload``."""
     n = trips.shape[0]
     out = np.ones((n, 3), dtype=np.int64)
     if n == 0:
         return out
     order = np.broadcast_to(np.asarray(order, dtype=np.int64), (n, NDIMS))
-    if (order == order[0]).all():  # one loop order (the common case): no row sort
-        rows, inverse = order[:1], np.zeros(n, dtype=np.int64)
-    else:
-        rows, inverse = np.unique(order, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-    rel = kernel_rel()
-    for g, o in enumerate(rows):
-        sel = np.nonzero(inverse == g)[0]
-        ppos = np.ascontiguousarray(trips[sel].T.astype(np.int64))[o]
-        h = np.asarray(hoist, dtype=np.int64)[sel].transpose(1, 2, 0)[:, o]
-        for op in OPERANDS:
-            out[sel, op] = kernel.reload(rel, op, o, ppos, h[op])
+    o = order[0] if (order == order[0]).all() else np.ascontiguousarray(order.T)  # one loop order: the common case
+    relmask = (kernel_rel() << np.arange(NDIMS)).sum(axis=1)
+    hm = hoist_masks(np.broadcast_to(np.asarray(hoist), (n, 3, NDIMS)))
+    factors = kernel.reload(o, np.ascontiguousarray(np.asarray(trips, dtype=np.int64).T), relmask[0] & ~hm[:, 0],
+                            relmask[1] & ~hm[:, 1], relmask[2] & ~hm[:, 2])
+    for op in OPERANDS:
+        out[:, op] = factors[op]
     return out
 
 
