@@ -46,7 +46,7 @@ def _batch(problem, split: int, n: int, rng: np.random.Generator) -> MappingBatc
 @pytest.mark.parametrize(("net", "layer", "arch", "split"), CASES)
 def test_compiled_kernel_equals_numpy_bit_for_bit(net: str, layer: str, arch: str, split: int,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    if compiled.loops() is None:
+    if compiled.loop() is None:
         pytest.skip("numba not installed")
     problem = problem_of(net, layer, arch)
     batch = _batch(problem, split, 600, np.random.default_rng(11))

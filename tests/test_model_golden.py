@@ -14,7 +14,7 @@ from tileplan.cost.model import evaluate
 @pytest.mark.parametrize("kernel_mode", ["numpy", "numba"])
 def test_costs_equal_stored_golden_costs(kernel_mode, monkeypatch):
     monkeypatch.setenv("TILEPLAN_KERNEL", kernel_mode)
-    if kernel_mode == "numba" and compiled.loops() is None:
+    if kernel_mode == "numba" and compiled.loop() is None:
         pytest.skip("numba not installed")
     golden = np.load(GOLDEN)
     for i, (problem, batch) in enumerate(batches()):

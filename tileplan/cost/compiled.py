@@ -33,7 +33,7 @@ MIN_BATCH_LOADED = 1
 def _cached() -> bool:
     """Whether numba's on-disk cache seems to hold the compiled loops (then loading them is cheap)."""
     folder = Path(kernel.__file__).parent / "__pycache__"
-    return any(folder.glob("kernel.orders_loop-*.nbi")) and any(folder.glob("kernel.evaluate_loop-*.nbi"))
+    return any(folder.glob("kernel.model_loop-*.nbi"))
 
 
 def mode() -> str:
@@ -47,14 +47,14 @@ def wanted(work: int) -> bool:
     m = mode()
     if m == "numpy":
         return False
-    if m == "auto" and work < (MIN_BATCH_LOADED if loops.cache_info().currsize or _cached() else MIN_BATCH):
+    if m == "auto" and work < (MIN_BATCH_LOADED if loop.cache_info().currsize or _cached() else MIN_BATCH):
         return False
-    return loops() is not None
+    return loop() is not None
 
 
 @cache
-def loops() -> tuple[Callable[..., None], Callable[..., None]] | None:
-    """The compiled (evaluate_loop, orders_loop), or None when numba is not installed."""
+def loop() -> Callable[..., None] | None:
+    """The compiled ``kernel.model_loop``, or None when numba is not installed."""
     try:
         import numba
         from numba.extending import overload
@@ -69,10 +69,17 @@ def loops() -> tuple[Callable[..., None], Callable[..., None]] | None:
     if os.environ.get("NUMBA_THREADING_LAYER") is None:
         numba.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]
     twins: dict[Callable[..., Any], Callable[..., Any]] = {
-        kernel.select: _select_branch, kernel.pick: _pick_scalar, kernel.cdiv_unroll: _cdiv_unroll_scalar}
-    for fn in (kernel.cdiv, kernel.cdiv_by, kernel.cdiv_unroll, kernel.select, kernel.pick, kernel.trip_table,
-               kernel.operand_pass, kernel.compute_cycles, kernel.sweep_shapes, kernel.footprint, kernel.feasible,
-               kernel.reload, kernel.finish, kernel.objective_value, kernel.masks, kernel.hoist_bits):
+        kernel.select: _select_branch, kernel.pick: _pick_scalar, kernel.at: _at_scalar,
+        kernel.maximum: _maximum_scalar, kernel.cdiv_unroll: _cdiv_unroll_scalar}
+    for fn in (kernel.select, kernel.at):
+        # Called at hundreds of places: compiled once as small functions that LLVM inlines (inlining
+        # them in numba's IR instead would compile each call site separately).
+        overload(fn, strict=False)(_same(twins[fn]))
+    inlined: tuple[Callable[..., Any], ...] = (
+        kernel.cdiv, kernel.cdiv_by, kernel.cdiv_unroll, kernel.maximum, kernel.pick, kernel.hoist_bits,
+        kernel.trip_table, kernel.operand_pass, kernel.compute_cycles, kernel.operand, kernel.sweep_shapes,
+        kernel.footprint, kernel.feasible, kernel.reload, kernel.finish, kernel.objective_value, kernel.masks)
+    for fn in inlined:
         # Inlined at the IR level: the tables tuple is passed once, not copied at every call.
         overload(fn, inline="always", strict=False)(_same(twins.get(fn, fn)))
     kernel.prange = numba.prange  # type: ignore[assignment]
@@ -81,7 +88,7 @@ def loops() -> tuple[Callable[..., None], Callable[..., None]] | None:
     # Divisors are never zero (tile sizes, bursts and lanes are positive): no zero-division checks.
     options: dict[str, Any] = {"parallel": True, "cache": True, "_nrt": False, "error_model": "numpy"}
     jit = numba.njit(**options)
-    return jit(kernel.evaluate_loop), jit(kernel.orders_loop)
+    return jit(kernel.model_loop)
 
 
 def _select_branch(c: Any, a: Any, b: Any) -> Any:
@@ -89,9 +96,20 @@ def _select_branch(c: Any, a: Any, b: Any) -> Any:
     return a if c else b
 
 
-def _pick_scalar(row: Any, d: Any) -> Any:
+def _pick_scalar(table: Any, base: Any, d: Any) -> Any:
     """``kernel.pick`` for one candidate: a plain read."""
-    return row[d]
+    return table[np.uint64(base + d)]
+
+
+def _at_scalar(table: Any, x: Any) -> Any:
+    """``kernel.at`` for one candidate: the offset is never negative, so it is read as unsigned, which
+    spares the wrap-around of negative indices."""
+    return table[np.uint64(x)]
+
+
+def _maximum_scalar(a: Any, b: Any) -> Any:
+    """``kernel.maximum`` of two non-NaN floats: a compare and a conditional move."""
+    return a if a >= b else b
 
 
 def _cdiv_unroll_scalar(a: Any, u: Any) -> Any:
@@ -108,7 +126,7 @@ def _same(fn: Callable[..., Any]) -> Callable[..., Callable[..., Any]]:
 
 def threads() -> int:
     """Threads the compiled loops use."""
-    if loops() is None:
+    if loop() is None:
         return 1
     import numba
 
@@ -117,7 +135,7 @@ def threads() -> int:
 
 def set_threads(n: int) -> None:
     """Use at most ``n`` threads in the compiled loops (e.g. 1 inside each of several worker processes)."""
-    if loops() is None:
+    if loop() is None:
         return
     import numba
 
@@ -125,12 +143,12 @@ def set_threads(n: int) -> None:
 
 
 def _scratch(K: Any, n: int) -> list[np.ndarray]:
-    """Scratch tables of the loops' parallel blocks (``kernel.scratch_shapes``), one block per
-    ``n / (8 threads)`` candidates; 8 spare rows keep blocks run by different threads off each other's
-    cache lines."""
+    """Flat scratch tables of the loops' parallel blocks (``kernel.scratch_sizes``), one block per
+    ``n / (8 threads)`` candidates; 8 spare entries keep blocks run by different threads off each
+    other's cache lines."""
     chunks = max(1, min(n, 8 * threads()))
-    return [np.zeros((chunks, shape[0] + 8, *shape[1:]), dtype=np.float64 if k == 1 else np.int64)
-            for k, shape in enumerate(kernel.scratch_shapes(len(K.length)))]
+    return [np.zeros((chunks, size + 8), dtype=np.float64 if k == 1 else np.int64)
+            for k, size in enumerate(kernel.scratch_sizes(len(K.kcount)))]
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
@@ -148,7 +166,7 @@ def _ints(a: np.ndarray) -> np.ndarray:
 def evaluate(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, order: np.ndarray,
              layouts: np.ndarray, macs: int, peak_macs_per_cycle: int) -> CostBatch:
     """Full costs of every candidate (``CostBatch``; the kernel writes its arrays directly)."""
-    compiled = loops()
+    compiled = loop()
     assert compiled is not None
     n = len(tiles)
     rd = np.empty((n, 3))
@@ -158,8 +176,8 @@ def evaluate(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, o
     en = np.empty((n, 5))
     fp = np.empty((n, len(K.cap)), dtype=np.int64)
     feas = np.empty(n, dtype=np.bool_)
-    compiled[0](K, _ints(tiles), _read_only(hoist_words(hoist)), _ints(unroll), _ints(order), _ints(layouts), rd, wr,
-                bu, cyc, en, fp, feas.view(np.int8), *_scratch(K, n))
+    compiled(K, _ints(tiles), _read_only(hoist_words(hoist)), _ints(unroll), _ints(layouts), _ints(order), _NO_ORDERS,
+             0, True, _NO_KEYS, rd, wr, bu, cyc, en, fp, feas.view(np.int8), *_scratch(K, n))
     return CostBatch(feasible=feas, footprint_bytes=fp, dram_read_bytes=rd, dram_write_bytes=wr, dram_bursts=bu,
                      dram_cycles=cyc[0], compute_cycles=cyc[1], noc_cycles=cyc[2], latency_cycles=cyc[3],
                      energy_breakdown_pj=en, macs=macs, peak_macs_per_cycle=peak_macs_per_cycle)
@@ -168,13 +186,24 @@ def evaluate(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, o
 def orders(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, layouts: np.ndarray,
            order_table: np.ndarray, objective: int) -> np.ndarray:
     """(n, orders) objective of every candidate under every loop order (``inf`` where it does not fit)."""
-    compiled = loops()
+    compiled = loop()
     assert compiled is not None
     n = len(tiles)
     keys = np.empty((n, len(order_table)))
-    compiled[1](K, _ints(tiles), _read_only(hoist_words(hoist)), _ints(unroll), _ints(layouts), _ints(order_table),
-                objective, keys, *_scratch(K, n))
+    compiled(K, _ints(tiles), _read_only(hoist_words(hoist)), _ints(unroll), _ints(layouts), _NO_ORDERS,
+             _ints(order_table), objective, False, keys, *_NO_COSTS(len(K.cap)), *_scratch(K, n))
     return keys
+
+
+# Placeholders for the arrays a use of ``kernel.model_loop`` does not write (same types: one compiled signature).
+_NO_ORDERS = np.zeros((0, 8), dtype=np.int64)
+_NO_ORDERS.flags.writeable = False
+_NO_KEYS = np.zeros((0, 0))
+
+
+def _NO_COSTS(memories: int) -> tuple[np.ndarray, ...]:
+    return (np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)), np.zeros((4, 0)), np.zeros((0, 5)),
+            np.zeros((0, memories), dtype=np.int64), np.zeros(0, dtype=np.int8))
 
 
 def warm_up() -> None:

@@ -11,8 +11,9 @@ positions (never over candidates); a choice that differs per candidate is arithm
 (:func:`select`), never ``if``; a table read at a per-candidate dimension goes through
 :func:`pick`; integers stay integers until the model converts them (every byte, burst and cycle
 count is exact), and floating-point sums happen in one fixed order. A few helpers (:func:`select`,
-:func:`pick`, :func:`cdiv_unroll`) have a cheaper scalar twin in ``cost.compiled`` that returns the
-same value.
+:func:`pick`, :func:`at`, :func:`maximum`, :func:`cdiv_unroll`) have a cheaper scalar twin in
+``cost.compiled`` that returns the same value. Tables and scratch are flat (one index, fixed strides
+written here), which the compiler turns into plain address arithmetic.
 
 Per candidate the inputs are ``t`` (8 tile sizes), ``hm`` (per operand, a bitmask of its hoisted
 dimensions: bit ``d`` set when dimension ``d`` is hoisted), ``u`` (8 unroll factors) and the DRAM
@@ -21,9 +22,9 @@ layout code of each operand; tables of the layer, the accelerator and the core s
 candidate is looked up there (trip counts of every tile size, each layout's storage dimensions and
 bytes per step, input halos), so what is left per candidate is a few dozen integer operations per
 operand. Stage one (:func:`sweep_shapes`) fills, per core shape ``s``, the order-independent
-integers ``pi[s, :]`` (fields ``F_*``), the compute cycles ``pf[s, 0]`` and the trip table ``dd[s]``
-(:func:`trip_table`: each dimension's clipped tile, trip count and remainder tile); stage two
-(:func:`finish`) applies a loop order and returns the chip totals.
+integers ``pi[s * N_FIELDS + F_*]``, the compute cycles ``pf[s]`` and the trip table
+``dd[s * DD_SHAPE + D_* + d]`` (:func:`trip_table`: each dimension's clipped tile, trip count and
+remainder tile); stage two (:func:`finish`) applies a loop order and returns the chip totals.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import numpy as np
 
 prange = range  # ``cost.compiled`` rebinds this to ``numba.prange`` before compiling the loops below
 
-# Fields of the per-shape integer table ``pi[s, f]``.
+# Fields of the per-shape integer table ``pi[s * N_FIELDS + f]``.
 F_SWEEP = 0  # 0..2: bytes of one sweep of each operand's tiles (output at output precision)
 F_BURSTS = 3  # 3..5: bursts of one sweep
 F_PSUM = 6  # bytes of one sweep of output tiles at partial-sum precision
@@ -43,6 +44,19 @@ F_STEP = 8  # 8..10: sum over compute steps of each operand's loop-tile elements
 F_FOOT = 11  # 11..13: on-chip bytes of each operand's tile box
 N_FIELDS = 14
 N_OUT = 16  # values returned by ``finish``: see its docstring
+
+# The per-shape record ``KernelTables.srec[s * SREC + S_* + d]``.
+S_LEN = 0  # slice length of dimension d
+S_TOFF = 8  # where dimension d's entries start in ``KernelTables.trips`` (tile t: entries 2 (toff + t), + 1)
+SREC = 16
+
+# The record of a storage position ``KernelTables.prec[(((s * 3 + op) * 24 + code) * 5 + pos) * NREC + R_*]``:
+# core shape s, operand op, its layout code, position pos in that layout (outermost first).
+R_DIM = 0  # the loop dimension indexing it
+R_AXIS = 1  # input rows (0) or columns (1), read from the halo table; -1 for the other (plain) positions
+R_OFF = 2  # where its entries start: in ``ptab`` (plain: tile t at R_OFF + (t - 1) * stride) or ``halo``
+R_LEN = 3  # the slice length (plain positions)
+NREC = 4
 
 
 def cdiv(a: Any, b: Any) -> Any:
@@ -74,12 +88,23 @@ def select(c: Any, a: Any, b: Any) -> Any:
     return b + c * (a - b)
 
 
-def pick(row: Any, d: Any) -> Any:
-    """``row[d]`` where ``d`` is a dimension chosen per candidate: ``row`` is a table row indexed by
-    dimension (vectorised: ``(dims, n)``, and ``d`` a scalar or an ``(n,)`` array)."""
+def maximum(a: Any, b: Any) -> Any:
+    """The larger of two costs (never NaN)."""
+    return np.maximum(a, b)
+
+
+def at(table: Any, x: Any) -> Any:
+    """``table[x]``: a flat table (or scratch) at a computed, never negative, offset (the compiled
+    twin skips the wrap-around of negative indices)."""
+    return table[x]
+
+
+def pick(table: Any, base: Any, d: Any) -> Any:
+    """``table[base + d]`` where ``d`` is a dimension chosen per candidate (vectorised: ``table`` is
+    ``(rows, n)``, ``d`` a scalar or an ``(n,)`` array)."""
     if np.ndim(d) == 0:
-        return row[d]
-    return np.take_along_axis(row, d[None, :], axis=0)[0]
+        return table[base + d]
+    return np.take_along_axis(table[base:base + 9], d[None, :], axis=0)[0]
 
 
 def hoist_bits(word: Any) -> Any:
@@ -91,7 +116,8 @@ def hoist_bits(word: Any) -> Any:
 
 
 # Fields of one entry of the input halo table ``KernelTables.halo`` (``cost.tables.halo_table`` of an
-# output tile and a kernel tile under two hoist flags; see ``kernel_tables``).
+# output tile and a kernel tile under two hoist flags; see ``kernel_tables``). An axis of a shape under
+# one input layout is a block of (output tile, kernel tile, hoist flags) entries from its R_OFF.
 H_SUM = 0  # sum of the input extents over tile positions
 H_MAX = 1  # largest extent
 H_FULL = 2  # positions whose extent spans the whole input dimension
@@ -100,42 +126,55 @@ H_PARTIAL = 4  # bursts over the positions that do not span the whole dimension
 H_SUM00 = 5  # H_SUM without hoisting (the same for every hoist flag)
 N_HALO = 6
 
-# Rows of the trip table ``dd[s, row, d]`` (columns: the 8 dimensions, then D_NEUTRAL).
-D_TILE = 0  # tile size clipped to the slice
-D_TRIPS = 1  # tiles along the slice: ceil(length / tile)
-D_REM = 2  # size of the last (remainder) tile
-D_NEUTRAL = 8  # a dimension of length 1 (fills unused slots of a flattened PE-array axis)
+# Fields of one entry of the plain-position table ``KernelTables.ptab``: a storage dimension indexed by
+# one loop dimension, for one tile size (``cost.tables.plain_stats`` and ``plain_bursts``; see ``kernel_tables``).
+P_MAX = 0  # largest extent: the slice when one tile spans it, else the tile
+P_FULL = 1  # 1 when every box spans the whole tensor dimension
+P_EVERY = 2  # bursts over all positions
+P_PARTIAL = 3  # bursts over the positions that do not span the whole dimension
+P_EVERY2 = 4  # P_EVERY at partial-sum precision (output entries only)
+P_PARTIAL2 = 5
+N_PLAIN = 4  # fields of an input or weight entry
+N_PLAIN2 = 6  # fields of an output entry
+
+# The trip table ``dd[s * DD_SHAPE + D_* + d]`` of core shape s: rows of DD_COLS columns (the 8
+# dimensions, then D_NEUTRAL).
 DD_COLS = 9
+D_TILE = 0  # tile size clipped to the slice
+D_TRIPS = DD_COLS  # tiles along the slice: ceil(length / tile)
+D_REM = 2 * DD_COLS  # size of the last (remainder) tile
+DD_SHAPE = 3 * DD_COLS
+D_NEUTRAL = 8  # a dimension of length 1 (fills unused slots of a flattened PE-array axis)
 
 
 def trip_table(K: Any, s: int, t: Any, dd: Any) -> None:
-    """Fill ``dd[s, :, d]`` for every dimension ``d`` of core shape ``s`` (rows ``D_*``): trip counts
-    and remainder tiles come from ``K.trips`` (entry ``K.toff[s, d] + tile``: no division)."""
-    dd[s, D_TILE, D_NEUTRAL] = 1
-    dd[s, D_TRIPS, D_NEUTRAL] = 1
-    dd[s, D_REM, D_NEUTRAL] = 1
+    """Fill core shape ``s``'s rows of ``dd`` (``D_*``) for every dimension: trip counts and remainder
+    tiles come from ``K.trips`` (no division)."""
+    b = s * DD_SHAPE
+    dd[b + D_TILE + D_NEUTRAL] = 1
+    dd[b + D_TRIPS + D_NEUTRAL] = 1
+    dd[b + D_REM + D_NEUTRAL] = 1
     for d in range(8):
-        tc = np.minimum(t[d], K.length[s, d])
-        x = 2 * (K.toff[s, d] + tc)
-        dd[s, D_TILE, d] = tc
-        dd[s, D_TRIPS, d] = K.trips[x]
-        dd[s, D_REM, d] = K.trips[x + 1]
+        tc = np.minimum(t[d], K.srec[s * SREC + S_LEN + d])
+        x = 2 * (K.srec[s * SREC + S_TOFF + d] + tc)
+        dd[b + D_TILE + d] = tc
+        dd[b + D_TRIPS + d] = at(K.trips, x)
+        dd[b + D_REM + d] = at(K.trips, x + 1)
 
 
-def operand_pass(K: Any, s: int, op: int, code: int, two: bool, hm: Any, dd: Any) -> tuple[Any, Any, Any, Any, Any]:
+def operand_pass(K: Any, s: int, op: int, code: int, hm: Any, dd: Any) -> tuple[Any, Any, Any, Any, Any]:
     """One operand on core shape ``s``: (elements of one sweep of its tiles, elements of its largest
     tile box, elements one compute step touches summed over positions, bursts of one sweep, the
-    same at partial-sum precision when ``two`` (the output's partial sums; else equal to the former)).
+    same at partial-sum precision (the output's partial sums; else equal to the former)).
 
-    Storage dimensions are visited from the innermost (in layout ``code`` order) outwards; the
-    layout's plan (``K.pdim``: loop dimension, ``K.paxis``: input halo axis or -1, ``K.pinner``: bytes
-    of one step along the dimension) and what depends only on the slice (``K.pwhole``, ``K.pone``)
-    come from the tables. A run of contiguous bytes extends outwards while boxes span whole tensor
-    dimensions; each run costs ``ceil(run / burst)``. Summed over the cartesian grid of positions,
-    the bursts are ``sum_j (prod_{i<j} ext_i) * B_j * (prod_{i>j} full_i)`` (``B_j``: burst sum of
-    dimension j over the positions that are not whole, all positions for the outermost one),
-    accumulated here as ``acc = B_j * F + ext_j * acc`` with ``F`` the product of ``full`` of the
-    dimensions inside.
+    Storage dimensions are visited from the innermost (in layout ``code`` order) outwards, each
+    described by its record in ``K.prec`` (``R_*``); what a position contributes for a tile size
+    comes from the tables (``K.ptab``, fields ``P_*``; the input halo table ``K.halo``, fields
+    ``H_*``). A run of contiguous bytes extends outwards while boxes span whole tensor dimensions;
+    each run costs ``ceil(run / burst)``. Summed over the cartesian grid of positions, the bursts are
+    ``sum_j (prod_{i<j} ext_i) * B_j * (prod_{i>j} full_i)`` (``B_j``: burst sum of dimension j over
+    the positions that are not whole, all positions for the outermost one), accumulated here as
+    ``acc = B_j * F + ext_j * acc`` with ``F`` the product of ``full`` of the dimensions inside.
     """
     elems = 1
     box = 1
@@ -143,56 +182,50 @@ def operand_pass(K: Any, s: int, op: int, code: int, two: bool, hm: Any, dd: Any
     acc = 0
     full_in = 1
     acc2 = 0
-    burst = K.burst
-    bshift = K.burst_shift
+    stride = N_PLAIN if op < 2 else N_PLAIN2
+    b = s * DD_SHAPE
+    rec = (((s * 3 + op) * 24 + code) * 5) * NREC
     for pos in range(4, -1, -1):
-        d = K.pdim[op, code, pos]
-        a = K.paxis[op, code, pos]
-        if a >= 0:  # input rows (P with R) or columns (Q with S): the halo table
-            dk = 6 + a
-            i = dd[s, D_TILE, d] - 1
-            j = np.minimum(dd[s, D_TILE, dk], K.hkernel[a]) - 1
-            x = K.hbase[s, a, code] + (i * K.hk_max + j) * 24 + (((hm >> d) & 1) * 2 + ((hm >> dk) & 1)) * N_HALO
-            ext = K.halo[x + H_SUM]
-            mx = K.halo[x + H_MAX]
-            nf = K.halo[x + H_FULL]
-            sext = K.halo[x + H_SUM00]
-            every = K.halo[x + H_EVERY]
-            partial = K.halo[x + H_PARTIAL]
+        r = rec + pos * NREC
+        d = at(K.prec, r + R_DIM)
+        a = at(K.prec, r + R_AXIS)
+        if op == 0 and a >= 0:  # input rows (P with R) or columns (Q with S): the halo table
+            dk = 6 + a  # R and S are never split: their tiles are at most the kernel
+            x = (at(K.prec, r + R_OFF) + ((at(dd, b + D_TILE + d) - 1) * K.hk_max + at(dd, b + D_TILE + dk) - 1) * 4
+                 * N_HALO + (((hm >> d) & 1) * 2 + ((hm >> dk) & 1)) * N_HALO)
+            ext = at(K.halo, x + H_SUM)
+            mx = at(K.halo, x + H_MAX)
+            nf = at(K.halo, x + H_FULL)
+            sext = at(K.halo, x + H_SUM00)
+            every = at(K.halo, x + H_EVERY)
+            partial = at(K.halo, x + H_PARTIAL)
             every2 = every
             partial2 = partial
-        else:
-            length = K.length[s, d]
-            tc = dd[s, D_TILE, d]
-            n = dd[s, D_TRIPS, d]
-            rem = dd[s, D_REM, d]
-            single = ((hm >> d) & 1) | (n == 1)
-            whole_dim = single & K.pwhole[s, op, code, pos]
+        else:  # a hoisted dimension behaves as a tile spanning the slice
+            length = at(K.prec, r + R_LEN)
+            x = at(K.prec, r + R_OFF) + (select((hm >> d) & 1, length, at(dd, b + D_TILE + d)) - 1) * stride
             ext = length
             sext = length
-            mx = select(single, length, tc)
-            nf = whole_dim
-            inner = K.pinner[op, code, pos]
-            multi = (n - 1) * cdiv_by(tc * inner, burst, bshift) + cdiv_by(rem * inner, burst, bshift)
-            every = select(single, K.pone[s, op, code, pos], multi)
-            partial = select(whole_dim, 0, every)
-            if two:
-                inner2 = K.pinner2[op, code, pos]
-                multi2 = (n - 1) * cdiv_by(tc * inner2, burst, bshift) + cdiv_by(rem * inner2, burst, bshift)
-                every2 = select(single, K.pone2[s, op, code, pos], multi2)
-                partial2 = select(whole_dim, 0, every2)
+            mx = at(K.ptab, x + P_MAX)
+            nf = at(K.ptab, x + P_FULL)
+            every = at(K.ptab, x + P_EVERY)
+            partial = at(K.ptab, x + P_PARTIAL)
+            if op == 2:
+                every2 = at(K.ptab, x + P_EVERY2)
+                partial2 = at(K.ptab, x + P_PARTIAL2)
             else:
                 every2 = every
                 partial2 = partial
         run = every if pos == 0 else partial
         acc = run * full_in + ext * acc
-        run2 = every2 if pos == 0 else partial2
-        acc2 = run2 * full_in + ext * acc2
+        if op == 2:
+            run2 = every2 if pos == 0 else partial2
+            acc2 = run2 * full_in + ext * acc2
         full_in = full_in * nf
         elems = elems * ext
         box = box * mx
         step = step * sext
-    return elems, box, step, acc, acc2
+    return elems, box, step, acc, acc2 if op == 2 else acc
 
 
 def compute_cycles(K: Any, s: int, u: Any, dd: Any) -> Any:
@@ -200,79 +233,88 @@ def compute_cycles(K: Any, s: int, u: Any, dd: Any) -> Any:
     each flattened PE-array axis ceil(prod t / lanes) steps, other dims t steps (TSO Eq. 7-8,
     e-PlaNNer Eq. 6.9); divided by the MACs per PE per cycle, rounded up. (A dimension that is not
     unrolled takes ``(n - 1) * t + rem``: its slice length.)"""
+    b = s * DD_SHAPE
     total = 1.0 * K.op_factor
     for d in range(8):
         if K.flat[d]:
             continue
         ud = u[d]
-        total = total * ((dd[s, D_TRIPS, d] - 1) * cdiv_unroll(dd[s, D_TILE, d], ud) + cdiv_unroll(dd[s, D_REM, d], ud))
+        total = total * ((at(dd, b + D_TRIPS + d) - 1) * cdiv_unroll(at(dd, b + D_TILE + d), ud)
+                         + cdiv_unroll(at(dd, b + D_REM + d), ud))
     for ax in range(K.fax_dims.shape[0]):
         # Sum over every combination of whole (n - 1 of them) and remainder tiles of the axis's four
         # dimension slots (an unused slot is the neutral column: its whole-tile term is 0, its remainder
         # factor 1), in the order of the bits remainder-or-not of slots 0..3, slot 0 the most significant.
         lanes = K.fax_lanes[ax]
         lshift = K.fax_shift[ax]
-        d0 = K.fax_dims[ax, 0]
-        d1 = K.fax_dims[ax, 1]
-        d2 = K.fax_dims[ax, 2]
-        d3 = K.fax_dims[ax, 3]
+        d0 = b + K.fax_dims[ax, 0]
+        d1 = b + K.fax_dims[ax, 1]
+        d2 = b + K.fax_dims[ax, 2]
+        d3 = b + K.fax_dims[ax, 3]
         acc = 0.0
         for x in range(4):
             r0 = x >> 1
             r1 = x & 1
-            prod01 = select(r0, dd[s, D_REM, d0], dd[s, D_TILE, d0]) * select(r1, dd[s, D_REM, d1], dd[s, D_TILE, d1])
-            count01 = select(r0, 1, dd[s, D_TRIPS, d0] - 1) * select(r1, 1, dd[s, D_TRIPS, d1] - 1)
+            prod01 = (select(r0, at(dd, d0 + D_REM), at(dd, d0 + D_TILE))
+                      * select(r1, at(dd, d1 + D_REM), at(dd, d1 + D_TILE)))
+            count01 = select(r0, 1, at(dd, d0 + D_TRIPS) - 1) * select(r1, 1, at(dd, d1 + D_TRIPS) - 1)
             for y in range(4):
                 r2 = y >> 1
                 r3 = y & 1
-                prod = prod01 * (select(r2, dd[s, D_REM, d2], dd[s, D_TILE, d2])
-                                 * select(r3, dd[s, D_REM, d3], dd[s, D_TILE, d3]))
-                count = count01 * (select(r2, 1, dd[s, D_TRIPS, d2] - 1) * select(r3, 1, dd[s, D_TRIPS, d3] - 1))
+                prod = prod01 * (select(r2, at(dd, d2 + D_REM), at(dd, d2 + D_TILE))
+                                 * select(r3, at(dd, d3 + D_REM), at(dd, d3 + D_TILE)))
+                count = count01 * (select(r2, 1, at(dd, d2 + D_TRIPS) - 1) * select(r3, 1, at(dd, d3 + D_TRIPS) - 1))
                 acc = acc + count * cdiv_by(prod, lanes, lshift)
         total = total * acc
     return np.ceil(total / K.macs_pe)
 
 
+def operand(K: Any, s: int, op: int, code: int, hm: Any, pi: Any, dd: Any) -> None:
+    """Fill operand ``op``'s fields of ``pi`` for core shape ``s`` (layout ``code``, hoist bitmask ``hm``)."""
+    p = s * N_FIELDS
+    if not K.has[op]:
+        pi[p + F_SWEEP + op] = 0
+        pi[p + F_BURSTS + op] = 0
+        pi[p + F_STEP + op] = 0
+        pi[p + F_FOOT + op] = 0
+        if op == 2:
+            pi[p + F_PSUM] = 0
+            pi[p + F_PSUM_BURSTS] = 0
+        return
+    elems, box, step, bursts, bursts2 = operand_pass(K, s, op, code, hm, dd)
+    irrelevant = 1
+    for d in range(8):
+        if not K.rel[op, d]:
+            irrelevant = irrelevant * at(dd, s * DD_SHAPE + D_TRIPS + d)
+    pi[p + F_SWEEP + op] = elems * K.ebytes[op]
+    pi[p + F_BURSTS + op] = bursts
+    pi[p + F_STEP + op] = irrelevant * step
+    pi[p + F_FOOT + op] = box * K.onchip[op] * (K.copies if op == 0 else 1)
+    if op == 2:
+        pi[p + F_PSUM] = elems * K.psum
+        pi[p + F_PSUM_BURSTS] = bursts2
+
+
 def sweep_shapes(K: Any, t: Any, hm0: Any, hm1: Any, hm2: Any, u: Any, c0: int, c1: int, c2: int, pi: Any, pf: Any,
                  dd: Any) -> None:
-    """Stage one: fill ``pi[s, :]``, ``pf[s, 0]`` and ``dd[s]`` for every core shape ``s`` (see module
-    docstring); ``hm0..hm2`` are the operands' hoist bitmasks, ``c0..c2`` their layout codes."""
-    two = K.psum != K.ebytes[2]
-    for s in range(K.length.shape[0]):
+    """Stage one: fill ``pi``, ``pf[s]`` (compute cycles) and ``dd`` for every core shape ``s`` (see
+    module docstring); ``hm0..hm2`` are the operands' hoist bitmasks, ``c0..c2`` their layout codes."""
+    for s in range(K.kcount.shape[0]):
         trip_table(K, s, t, dd)
-        for op in range(3):
-            if not K.has[op]:
-                for f in (F_SWEEP, F_BURSTS, F_STEP, F_FOOT):
-                    pi[s, f + op] = 0
-                continue
-            code = c0 if op == 0 else (c1 if op == 1 else c2)
-            hm = hm0 if op == 0 else (hm1 if op == 1 else hm2)
-            elems, box, step, bursts, bursts2 = operand_pass(K, s, op, code, two and op == 2, hm, dd)
-            irrelevant = 1
-            for d in range(8):
-                if not K.rel[op, d]:
-                    irrelevant = irrelevant * dd[s, D_TRIPS, d]
-            pi[s, F_SWEEP + op] = elems * K.ebytes[op]
-            pi[s, F_BURSTS + op] = bursts
-            pi[s, F_STEP + op] = irrelevant * step
-            pi[s, F_FOOT + op] = box * K.onchip[op] * (K.copies if op == 0 else 1)
-            if op == 2:
-                pi[s, F_PSUM] = elems * K.psum
-                pi[s, F_PSUM_BURSTS] = bursts2
-        if not K.has[2]:
-            pi[s, F_PSUM] = 0
-            pi[s, F_PSUM_BURSTS] = 0
-        pf[s, 0] = compute_cycles(K, s, u, dd)
+        operand(K, s, 0, c0, hm0, pi, dd)
+        operand(K, s, 1, c1, hm1, pi, dd)
+        operand(K, s, 2, c2, hm2, pi, dd)
+        pf[s] = compute_cycles(K, s, u, dd)
 
 
 def footprint(K: Any, pi: Any, m: int) -> Any:
     """Bytes core shapes need in memory ``m`` (the most demanding shape)."""
     out = 0
-    for s in range(K.length.shape[0]):
+    for s in range(K.kcount.shape[0]):
         need = 0
         for op in range(3):
             if K.has[op] and K.mem_of[op] == m:
-                need = need + pi[s, F_FOOT + op]
+                need = need + pi[s * N_FIELDS + F_FOOT + op]
         out = np.maximum(out, need)
     return out
 
@@ -285,15 +327,15 @@ def feasible(K: Any, pi: Any) -> Any:
     return ok
 
 
-def reload(o: Any, trips: Any, m0: Any, m1: Any, m2: Any) -> tuple[Any, Any, Any]:
+def reload(o: Any, dd: Any, b: Any, m0: Any, m1: Any, m2: Any) -> tuple[Any, Any, Any]:
     """How many times each operand's tiles are swept on one core shape (output: visits of each
     output box), for the three operands at once.
 
-    ``o[p]`` is the dimension at loop position ``p`` (outermost first), ``trips`` the shape's trip
-    counts by dimension (read with :func:`pick`), ``m0..m2`` bitmasks of the dimensions that index
-    each operand and are not hoisted. With q the innermost position over such a dimension that has
-    more than one trip, the factor is the product of the trips of the other loops at or outside q
-    (1 when there is no such q)."""
+    ``o[p]`` is the dimension at loop position ``p`` (outermost first), the shape's trip counts are
+    ``dd[b + d]`` (read with :func:`pick`), ``m0..m2`` bitmasks of the dimensions that index each
+    operand and are not hoisted. With q the innermost position over such a dimension that has more
+    than one trip, the factor is the product of the trips of the other loops at or outside q (1 when
+    there is no such q)."""
     run0 = 1
     run1 = 1
     run2 = 1
@@ -302,7 +344,7 @@ def reload(o: Any, trips: Any, m0: Any, m1: Any, m2: Any) -> tuple[Any, Any, Any
     out2 = 1
     for p in range(8):
         d = o[p]
-        n = pick(trips, d)
+        n = pick(dd, b, d)
         big = n > 1
         i0 = (m0 >> d) & 1
         i1 = (m1 >> d) & 1
@@ -321,15 +363,15 @@ def finish(K: Any, o: Any, dd: Any, m0: Any, m1: Any, m2: Any, pi: Any, pf: Any,
     bursts of input, weight, output; DRAM cycles, compute cycles, NoC cycles, latency cycles; energy
     pJ of MACs, register files, on-chip buffers, NoC, DRAM). ``dd`` is stage one's trip table,
     ``m0..m2`` the bitmasks of the dimensions that index each operand and are not hoisted (see
-    :func:`reload`); ``pr`` is scratch for the reload factors of each shape. Feasibility is not
-    applied here (see ``feasible``)."""
+    :func:`reload`); ``pr`` is scratch for the reload factors of each shape (``pr[s * 3 + op]``).
+    Feasibility is not applied here (see ``feasible``)."""
     count = K.copies
-    n_shapes = K.length.shape[0]
+    n_shapes = K.kcount.shape[0]
     for s in range(n_shapes):
-        f0, f1, f2 = reload(o, dd[s, D_TRIPS], m0, m1, m2)
-        pr[s, 0] = f0
-        pr[s, 1] = f1
-        pr[s, 2] = f2
+        f0, f1, f2 = reload(o, dd, s * DD_SHAPE + D_TRIPS, m0, m1, m2)
+        pr[s * 3] = f0
+        pr[s * 3 + 1] = f1
+        pr[s * 3 + 2] = f2
     r0 = 0.0
     r1 = 0.0
     r2 = 0.0
@@ -343,8 +385,9 @@ def finish(K: Any, o: Any, dd: Any, m0: Any, m1: Any, m2: Any, pi: Any, pf: Any,
         gb = 0.0
         for s in range(n_shapes):
             if K.gmem[0, g, s]:
-                gr = np.maximum(gr, 1.0 * (count * pr[s, 0] * pi[s, F_SWEEP]))
-                gb = np.maximum(gb, 1.0 * (count * pr[s, 0] * pi[s, F_BURSTS]))
+                p = s * N_FIELDS
+                gr = maximum(gr, 1.0 * (count * pr[s * 3] * pi[p + F_SWEEP]))
+                gb = maximum(gb, 1.0 * (count * pr[s * 3] * pi[p + F_BURSTS]))
         r0 = r0 + gr
         b0 = b0 + gb
     for g in range(K.gcount[1]):
@@ -352,8 +395,9 @@ def finish(K: Any, o: Any, dd: Any, m0: Any, m1: Any, m2: Any, pi: Any, pf: Any,
         gb = 0.0
         for s in range(n_shapes):
             if K.gmem[1, g, s]:
-                gr = np.maximum(gr, 1.0 * (pr[s, 1] * pi[s, F_SWEEP + 1]))
-                gb = np.maximum(gb, 1.0 * (pr[s, 1] * pi[s, F_BURSTS + 1]))
+                p = s * N_FIELDS
+                gr = maximum(gr, 1.0 * (pr[s * 3 + 1] * pi[p + F_SWEEP + 1]))
+                gb = maximum(gb, 1.0 * (pr[s * 3 + 1] * pi[p + F_BURSTS + 1]))
         r1 = r1 + gr
         b1 = b1 + gb
     for g in range(K.gcount[2]):
@@ -362,10 +406,11 @@ def finish(K: Any, o: Any, dd: Any, m0: Any, m1: Any, m2: Any, pi: Any, pf: Any,
         gb = 0.0
         for s in range(n_shapes):
             if K.gmem[2, g, s]:
-                extra = pr[s, 2] - 1
-                gr = np.maximum(gr, 1.0 * (extra * pi[s, F_PSUM]))
-                gw = np.maximum(gw, 1.0 * (pi[s, F_SWEEP + 2] + extra * pi[s, F_PSUM]))
-                gb = np.maximum(gb, 1.0 * (pi[s, F_BURSTS + 2] + 2 * extra * pi[s, F_PSUM_BURSTS]))
+                p = s * N_FIELDS
+                extra = pr[s * 3 + 2] - 1
+                gr = maximum(gr, 1.0 * (extra * pi[p + F_PSUM]))
+                gw = maximum(gw, 1.0 * (pi[p + F_SWEEP + 2] + extra * pi[p + F_PSUM]))
+                gb = maximum(gb, 1.0 * (pi[p + F_BURSTS + 2] + 2 * extra * pi[p + F_PSUM_BURSTS]))
         r2 = r2 + gr
         wr = wr + gw
         b2 = b2 + gb
@@ -378,24 +423,25 @@ def finish(K: Any, o: Any, dd: Any, m0: Any, m1: Any, m2: Any, pi: Any, pf: Any,
     buf_energy = 0.0
     for s in range(n_shapes):
         k = K.kcount[s]
-        compute = np.maximum(compute, pf[s, 0])
-        extra = pr[s, 2] - 1
-        read0 = 1.0 * (count * pr[s, 0] * pi[s, F_SWEEP])
-        read1 = 1.0 * (pr[s, 1] * pi[s, F_SWEEP + 1])
-        read2 = 1.0 * (extra * pi[s, F_PSUM])
-        write = 1.0 * (pi[s, F_SWEEP + 2] + extra * pi[s, F_PSUM])
-        step0 = pi[s, F_STEP]
-        step1 = pi[s, F_STEP + 1]
-        step2 = pi[s, F_STEP + 2]
+        p = s * N_FIELDS
+        compute = maximum(compute, pf[s])
+        extra = pr[s * 3 + 2] - 1
+        read0 = 1.0 * (count * pr[s * 3] * pi[p + F_SWEEP])
+        read1 = 1.0 * (pr[s * 3 + 1] * pi[p + F_SWEEP + 1])
+        read2 = 1.0 * (extra * pi[p + F_PSUM])
+        write = 1.0 * (pi[p + F_SWEEP + 2] + extra * pi[p + F_PSUM])
+        step0 = pi[p + F_STEP]
+        step1 = pi[p + F_STEP + 1]
+        step2 = pi[p + F_STEP + 2]
         buf_energy = buf_energy + k * (read0 + step0 * K.prec_in) * K.e_mem[0]
         buf_energy = buf_energy + k * (read1 + step1 * K.prec_w) * K.e_mem[1]
         buf_energy = buf_energy + k * (read2 + write + 2 * step2 * K.psum) * K.e_mem[2]
         core_noc = step0 * K.prec_in + step1 * K.prec_w + step2 * K.psum
         noc_bytes = noc_bytes + k * core_noc
         if K.noc_bw > 0:
-            noc_cycles = np.maximum(noc_cycles, core_noc / K.noc_bw)
-    onchip = np.maximum(compute, noc_cycles)
-    latency = np.maximum(onchip, dram_cycles) if K.overlap else onchip + dram_cycles
+            noc_cycles = maximum(noc_cycles, core_noc / K.noc_bw)
+    onchip = maximum(compute, noc_cycles)
+    latency = maximum(onchip, dram_cycles) if K.overlap else onchip + dram_cycles
     return (r0, r1, r2, wr, b0, b1, b2, dram_cycles, compute, noc_cycles, latency,
             K.macs * K.e_mac, 3 * K.macs * K.e_rf, buf_energy, noc_bytes * K.e_noc, total_bytes * K.e_dram)
 
@@ -428,18 +474,26 @@ def masks(K: Any, hm0: Any, hm1: Any, hm2: Any) -> tuple[Any, Any, Any]:
     return K.relmask[0] & ~hm0, K.relmask[1] & ~hm1, K.relmask[2] & ~hm2
 
 
-def scratch_shapes(n_shapes: int) -> tuple[tuple[int, ...], ...]:
-    """Shapes of one block's scratch tables (pi, pf, pr, dd; the ``S_*`` arguments of the loops
+def scratch_sizes(n_shapes: int) -> tuple[int, ...]:
+    """Sizes of one block's flat scratch tables (pi, pf, pr, dd; the ``S_*`` arguments of the loops
     below, each with a leading block axis); ``pf`` is float64, the others int64."""
-    return (n_shapes, N_FIELDS), (n_shapes, 1), (n_shapes, 3), (n_shapes, 3, DD_COLS)
+    return n_shapes * N_FIELDS, n_shapes, n_shapes * 3, n_shapes * DD_SHAPE
 
 
-def evaluate_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, order: Any, layouts: Any, rd: Any, wr: Any,
-                  bu: Any, cyc: Any, en: Any, fp: Any, feas: Any, S_pi: Any, S_pf: Any, S_pr: Any, S_dd: Any) -> None:
-    """Every candidate's costs straight into the arrays of a ``CostBatch``: DRAM reads ``rd[i]`` (3),
-    writes ``wr[i]``, bursts ``bu[i]`` (3), cycles ``cyc[k, i]`` (DRAM, compute, NoC, latency), energy
-    ``en[i]`` (5), footprints ``fp[i]``, fit ``feas[i]`` (cycles and energy ``inf`` where it does not fit).
-    ``hoist[i, op]`` holds operand ``op``'s hoist flags (see :func:`hoist_bits`)."""
+def model_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, layouts: Any, order: Any, orders: Any, objective: int,
+               full: bool, keys: Any, rd: Any, wr: Any, bu: Any, cyc: Any, en: Any, fp: Any, feas: Any, S_pi: Any,
+               S_pf: Any, S_pr: Any, S_dd: Any) -> None:
+    """The model over candidates, in one of two uses (one loop, so it is compiled once):
+
+    - ``full``: every candidate's costs under its loop order ``order[i]``, straight into the arrays of
+      a ``CostBatch``: DRAM reads ``rd[i]`` (3), writes ``wr[i]``, bursts ``bu[i]`` (3), cycles
+      ``cyc[k, i]`` (DRAM, compute, NoC, latency), energy ``en[i]`` (5), footprints ``fp[i]``, fit
+      ``feas[i]`` (cycles and energy ``inf`` where it does not fit);
+    - else: ``keys[i, k]``, the objective of candidate ``i`` under every loop order ``orders[k]``
+      (``inf`` where it does not fit); stage one runs once per candidate.
+
+    ``hoist[i, op]`` holds operand ``op``'s hoist flags (see :func:`hoist_bits`); the arrays a use
+    does not write may be empty."""
     n = tiles.shape[0]
     chunks = S_pi.shape[0]
     for c in prange(chunks):
@@ -452,45 +506,31 @@ def evaluate_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, order: Any, layou
             hm1 = hoist_bits(hoist[i, 1])
             hm2 = hoist_bits(hoist[i, 2])
             sweep_shapes(K, tiles[i], hm0, hm1, hm2, unroll[i], layouts[i, 0], layouts[i, 1], layouts[i, 2], pi, pf, dd)
-            ok = 1  # ``feasible``, from the footprints written here
+            ok = 1  # ``feasible``, from the footprints
             for m in range(K.cap.shape[0]):
                 need = footprint(K, pi, m)
-                fp[i, m] = need
+                if full:
+                    fp[i, m] = need
                 ok = ok * (need * K.dbl <= K.cap[m])
-            feas[i] = ok
             m0, m1, m2 = masks(K, hm0, hm1, hm2)
-            v = finish(K, order[i], dd, m0, m1, m2, pi, pf, pr)
-            inf = 0.0 if ok else np.inf
-            for f in range(3):
-                rd[i, f] = v[f]
-                bu[i, f] = v[4 + f]
-            wr[i] = v[3]
-            for f in range(4):
-                cyc[f, i] = v[7 + f] + inf
-            for f in range(5):
-                en[i, f] = v[11 + f] + inf
-
-
-def orders_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, layouts: Any, orders: Any, objective: int,
-                keys: Any, S_pi: Any, S_pf: Any, S_pr: Any, S_dd: Any) -> None:
-    """``keys[i, k]``: objective of candidate ``i`` under ``orders[k]`` (``inf`` where it does not fit);
-    stage one runs once per candidate."""
-    n = tiles.shape[0]
-    chunks = S_pi.shape[0]
-    for c in prange(chunks):
-        pi = S_pi[c]
-        pf = S_pf[c]
-        pr = S_pr[c]
-        dd = S_dd[c]
-        for i in range(c * n // chunks, (c + 1) * n // chunks):
-            hm0 = hoist_bits(hoist[i, 0])
-            hm1 = hoist_bits(hoist[i, 1])
-            hm2 = hoist_bits(hoist[i, 2])
-            sweep_shapes(K, tiles[i], hm0, hm1, hm2, unroll[i], layouts[i, 0], layouts[i, 1], layouts[i, 2], pi, pf, dd)
-            if not feasible(K, pi):
-                for k in range(orders.shape[0]):
+            if full:
+                feas[i] = ok
+                uses = 1
+            else:
+                uses = orders.shape[0] if ok else 0
+                for k in range(orders.shape[0] - uses):
                     keys[i, k] = np.inf
-                continue
-            m0, m1, m2 = masks(K, hm0, hm1, hm2)
-            for k in range(orders.shape[0]):
-                keys[i, k] = objective_value(objective, finish(K, orders[k], dd, m0, m1, m2, pi, pf, pr))
+            for k in range(uses):
+                v = finish(K, order[i] if full else orders[k], dd, m0, m1, m2, pi, pf, pr)
+                if full:
+                    inf = 0.0 if ok else np.inf
+                    for f in range(3):
+                        rd[i, f] = v[f]
+                        bu[i, f] = v[4 + f]
+                    wr[i] = v[3]
+                    for f in range(4):
+                        cyc[f, i] = v[7 + f] + inf
+                    for f in range(5):
+                        en[i, f] = v[11 + f] + inf
+                else:
+                    keys[i, k] = objective_value(objective, v)

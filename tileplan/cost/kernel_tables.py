@@ -24,6 +24,16 @@ from tileplan.cost.kernel import (
     H_SUM,
     H_SUM00,
     N_HALO,
+    N_PLAIN,
+    N_PLAIN2,
+    NREC,
+    R_AXIS,
+    R_DIM,
+    R_LEN,
+    R_OFF,
+    S_LEN,
+    S_TOFF,
+    SREC,
     cdiv,
     hoist_bits,
     log2_exact,
@@ -76,6 +86,8 @@ class KernelTables(NamedTuple):
 
     length: np.ndarray  # (shapes, 8) slice length of every core shape
     kcount: np.ndarray  # (shapes,) cores running each shape
+    srec: np.ndarray  # flat (shapes, kernel.SREC): per-shape record (fields kernel.S_*)
+    prec: np.ndarray  # flat (shapes, 3, 24, 5, kernel.NREC): storage position records (fields kernel.R_*)
     rel: np.ndarray  # (3, 8) 1 where a dimension indexes an operand
     relmask: np.ndarray  # (3,) the same as bitmasks (bit d: dimension d)
     toff: np.ndarray  # (shapes, 8): trips[2 * (toff[s, d] + t)]: trip count of tile size t; the next: remainder
@@ -87,6 +99,8 @@ class KernelTables(NamedTuple):
     pwhole: np.ndarray  # (shapes, 3, 24, 5) 1 where the slice spans the whole tensor dimension
     pone: np.ndarray  # (shapes, 3, 24, 5) bursts of a whole-slice box along the position: ceil(length * inner / burst)
     pone2: np.ndarray  # (shapes, 3, 24, 5) the same at partial-sum precision
+    poff: np.ndarray  # (shapes, 3, 24, 5) offset in ``ptab`` of a plain storage position's entries (tile 1, 2, ...)
+    ptab: np.ndarray  # flat plain-position table (fields kernel.P_*; kernel.N_PLAIN per entry, kernel.N_PLAIN2 output)
     hkernel: np.ndarray  # (2,) kernel rows / columns
     hk_max: int  # kernel-tile extent of the halo table
     hbase: np.ndarray  # (shapes, 2, 24) offset in ``halo`` of a shape's axis for an input layout code
@@ -205,6 +219,53 @@ def _plans(problem: Problem, length: np.ndarray) -> tuple[np.ndarray, ...]:
     return pdim, paxis, pinner, pinner2, pwhole, pone, pone2
 
 
+def _plain_table(problem: Problem, length: np.ndarray, codes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, ...]:
+    """``poff`` and ``ptab`` of :class:`KernelTables` for the layout codes ``codes[op]`` of each operand.
+
+    A plain storage position (a tensor dimension indexed by one loop dimension, ``cost.tables.plain_stats``
+    and ``plain_bursts``) depends on the slice length L, on whether L is the whole tensor dimension and
+    on the bytes of one step along it: for every tile size t = 1..L its entry holds the largest
+    extent, whether boxes span the whole dimension, and the bursts over all positions and over
+    those that are not whole (the output also at partial-sum precision). Positions that agree on
+    those share one block of entries."""
+    prec = problem.precision
+    burst = int(problem.arch.dram.burst_bytes)
+    poff = np.zeros((len(length), 3, 24, 5), dtype=np.int64)
+    blocks: dict[tuple[int, ...], int] = {}
+    parts: list[np.ndarray] = []
+    offset = 0
+    ebytes = (prec.input, prec.weight, prec.output)
+    for op in OPERANDS:
+        sizes = tensor_sizes(problem, op)
+        for code in codes[op]:
+            inner = int(ebytes[op])
+            inner2 = int(prec.psum) if op is Operand.OUTPUT else inner
+            for pos, e in reversed(list(enumerate(_LORDER[op, code]))):
+                plain = not (op is Operand.INPUT and e >= 3)
+                for s, row in enumerate(length):
+                    n = int(row[_SDIM[op, e]])
+                    key = (int(op), n, int(n == sizes[e]), inner, inner2)
+                    if plain and key not in blocks:
+                        blocks[key] = offset
+                        t = np.arange(1, n + 1, dtype=np.int64)
+                        trips = cdiv(n, t)
+                        rem = n - (trips - 1) * t
+                        single = trips == 1
+                        whole = single & (n == sizes[e])
+                        fields = [np.where(single, n, t), whole.astype(np.int64)]
+                        for step in ((inner,) if op is not Operand.OUTPUT else (inner, inner2)):
+                            every = np.where(single, cdiv(n * step, burst),
+                                             (trips - 1) * cdiv(t * step, burst) + cdiv(rem * step, burst))
+                            fields += [every, np.where(whole, 0, every)]
+                        assert len(fields) == (N_PLAIN2 if op is Operand.OUTPUT else N_PLAIN)
+                        parts.append(np.stack(fields, axis=1).ravel())
+                        offset += n * len(fields)
+                    poff[s, op, code, pos] = blocks[key] if plain else 0
+                inner *= sizes[e]
+                inner2 *= sizes[e]
+    return poff, np.concatenate(parts).astype(np.int64) if parts else np.zeros(1, dtype=np.int64)
+
+
 def _trips(length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``toff`` and ``trips`` of :class:`KernelTables`: for every shape, dimension and tile size
     ``t = 1..length`` the trip count ``ceil(length / t)`` and the remainder tile, side by side."""
@@ -221,8 +282,9 @@ def _trips(length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return toff, np.concatenate(parts).astype(np.int64)
 
 
-def kernel_tables(problem: Problem, grid: CoreGrid, input_codes: list[int]) -> KernelTables:
-    """Tables for ``grid``; ``input_codes`` are the input layout codes the batch uses."""
+def kernel_tables(problem: Problem, grid: CoreGrid, codes: tuple[tuple[int, ...], ...]) -> KernelTables:
+    """Tables for ``grid``; ``codes[op]`` are the layout codes of operand ``op`` the batch uses."""
+    input_codes = list(codes[0])
     arch = problem.arch
     prec = problem.precision
     flat = np.zeros(8, dtype=np.int64)
@@ -252,10 +314,26 @@ def kernel_tables(problem: Problem, grid: CoreGrid, input_codes: list[int]) -> K
     hbase = ((np.arange(n_shapes)[:, None, None] * 2 + np.arange(2)[None, :, None]) * slots + hslot.T[None]) * block
     toff, trips = _trips(length)
     pdim, paxis, pinner, pinner2, pwhole, pone, pone2 = _plans(problem, length)
+    poff, ptab = _plain_table(problem, length, codes)
+    assert (length[:, Dim.R] == problem.dims[Dim.R]).all() and (length[:, Dim.S] == problem.dims[Dim.S]).all()
+    srec = np.zeros((n_shapes, SREC), dtype=np.int64)
+    srec[:, S_LEN:S_LEN + 8] = length
+    srec[:, S_TOFF:S_TOFF + 8] = toff
+    records = np.zeros((n_shapes, 3, 24, 5, NREC), dtype=np.int64)
+    records[..., R_DIM] = pdim[None]
+    records[..., R_AXIS] = paxis[None]
+    records[..., R_OFF] = poff
+    records[..., R_LEN] = length[:, pdim]
+    for code in range(24):
+        for pos in range(5):
+            if paxis[0, code, pos] >= 0:
+                records[:, 0, code, pos, R_OFF] = hbase[:, paxis[0, code, pos], code]
     return KernelTables(
-        length=length, kcount=kcount, rel=_REL, relmask=(_REL << np.arange(8)).sum(axis=1).astype(np.int64),
+        length=length, kcount=kcount, srec=srec.ravel(), prec=records.ravel(), rel=_REL,
+        relmask=(_REL << np.arange(8)).sum(axis=1).astype(np.int64),
         toff=toff, trips=trips, pdim=pdim, paxis=paxis, pinner=pinner, pinner2=pinner2, pwhole=pwhole, pone=pone,
-        pone2=pone2, hkernel=np.array([problem.dims[Dim.R], problem.dims[Dim.S]], dtype=np.int64), hk_max=int(k_max),
+        pone2=pone2, poff=poff, ptab=ptab, hkernel=np.array([problem.dims[Dim.R], problem.dims[Dim.S]], dtype=np.int64),
+        hk_max=int(k_max),
         hbase=hbase.astype(np.int64), halo=np.ascontiguousarray(halo).reshape(-1),
         has=np.array(problem.has_operand, dtype=np.int64),
         ebytes=np.array([prec.input, prec.weight, prec.output], dtype=np.int64),

@@ -28,37 +28,41 @@ from tileplan.dims import NDIMS, OPERANDS, RELEVANT
 from tileplan.mapping import LAYOUT_LETTERS
 
 _RELEVANT_MASK = np.array([[d in RELEVANT[op] for d in range(NDIMS)] for op in OPERANDS], dtype=bool)
+_DEFAULT_CODES = tuple((int(c),) for c in MappingBatch.default_layout_codes())
 _OBJECTIVE_CODES = {"latency": 0, "energy": 1, "edp": 2, "dram": 3, "perf-per-byte": 4}
 
 
 def tables_for(problem: Problem, batch: MappingBatch) -> KernelTables:
-    """The kernel's tables for ``batch``'s core split and input layouts (cached on the problem)."""
-    codes = tuple(int(c) for c in np.flatnonzero(np.bincount(batch.layouts[:, 0]))) if len(batch) else (0,)
+    """The kernel's tables for ``batch``'s core split and layouts (cached on the problem)."""
+    if not len(batch):
+        return split_tables(problem, batch.cluster_split, batch.core_split)
+    codes = tuple(tuple(int(c) for c in np.flatnonzero(np.bincount(batch.layouts[:, op]))) for op in OPERANDS)
     return split_tables(problem, batch.cluster_split, batch.core_split, codes)
 
 
 def split_tables(problem: Problem, cluster_split: tuple[int, ...], core_split: tuple[int, ...],
-                 input_codes: tuple[int, ...] | None = None) -> KernelTables:
-    """Kernel tables of one core split (default input layout unless ``input_codes`` says otherwise)."""
-    if input_codes is None:
-        input_codes = (MappingBatch.default_layout_codes()[0],)
+                 codes: tuple[tuple[int, ...], ...] | None = None) -> KernelTables:
+    """Kernel tables of one core split for the layout codes ``codes[op]`` of each operand (default:
+    the default layouts)."""
+    if codes is None:
+        codes = _DEFAULT_CODES
     cache: dict[tuple[object, ...], KernelTables] = problem.__dict__.setdefault("_kernel_tables", {})
-    key = (tuple(cluster_split), tuple(core_split), input_codes)
+    key = (tuple(cluster_split), tuple(core_split), codes)
     if key not in cache:
         if len(cache) > 64:
             cache.clear()
-        cache[key] = kernel_tables(problem, problem.core_grid(cluster_split, core_split), list(input_codes))
+        cache[key] = kernel_tables(problem, problem.core_grid(cluster_split, core_split), codes)
     return cache[key]
 
 
 def grid_tables(problem: Problem, grid: CoreGrid) -> KernelTables:
-    """Kernel tables of a core grid the caller already built (default input layout; cached)."""
+    """Kernel tables of a core grid the caller already built (default layouts; cached)."""
     cache: dict[int, tuple[CoreGrid, KernelTables]] = problem.__dict__.setdefault("_grid_tables", {})
     hit = cache.get(id(grid))
     if hit is None or hit[0] is not grid:
         if len(cache) > 64:
             cache.clear()
-        hit = cache[id(grid)] = (grid, kernel_tables(problem, grid, [MappingBatch.default_layout_codes()[0]]))
+        hit = cache[id(grid)] = (grid, kernel_tables(problem, grid, _DEFAULT_CODES))
     return hit[1]
 
 
@@ -72,28 +76,28 @@ class Sweep:
     tiles: np.ndarray  # (8, n)
     hoist: np.ndarray  # (3, n) bitmask of each operand's hoisted dimensions
     pi: np.ndarray  # (shapes, kernel.N_FIELDS, n) order-independent integers per core shape
-    pf: np.ndarray  # (shapes, 1, n) compute cycles per core shape
-    dd: np.ndarray  # (shapes, 3, kernel.DD_COLS, n) trip table (rows kernel.D_*) per core shape
+    pf: np.ndarray  # (shapes, n) compute cycles per core shape
+    dd: np.ndarray  # (shapes * kernel.DD_SHAPE, n) trip table (rows kernel.D_*) per core shape
     feasible: np.ndarray  # (n,)
     footprint: np.ndarray  # (n, memories): max over shapes
 
     @property
     def trips(self) -> np.ndarray:
         """(shapes, 8, n) trip count of every dimension per core shape."""
-        return self.dd[:, kernel.D_TRIPS, :NDIMS]
+        return self.dd.reshape(-1, kernel.DD_SHAPE, self.dd.shape[-1])[:, kernel.D_TRIPS:kernel.D_TRIPS + NDIMS]
 
 
 def sweep(problem: Problem, batch: MappingBatch) -> Sweep:
     """Stage one: order-independent costs of every core shape (vectorised over the batch)."""
     K = tables_for(problem, batch)
     n = len(batch)
-    n_shapes = len(K.length)
+    n_shapes = len(K.kcount)
     T = np.ascontiguousarray(batch.tiles.T, dtype=np.int64)
     H = np.ascontiguousarray(hoist_masks(batch.hoist).T)
     U = np.ascontiguousarray(batch.unroll.T, dtype=np.int64)
-    pi = np.zeros((n_shapes, kernel.N_FIELDS, n), dtype=np.int64)
-    pf = np.zeros((n_shapes, 1, n))
-    dd = np.zeros((n_shapes, 3, kernel.DD_COLS, n), dtype=np.int64)
+    pi = np.zeros((n_shapes * kernel.N_FIELDS, n), dtype=np.int64)
+    pf = np.zeros((n_shapes, n))
+    dd = np.zeros((n_shapes * kernel.DD_SHAPE, n), dtype=np.int64)
     codes, inverse = np.unique(batch.layouts, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
     if len(codes) == 1:
@@ -102,19 +106,20 @@ def sweep(problem: Problem, batch: MappingBatch) -> Sweep:
     else:  # the layout decides which dimensions carry bursts: one vectorised pass per layout triple
         for g, c in enumerate(codes):
             sel = np.nonzero(inverse == g)[0]
-            sub_i = np.zeros((n_shapes, kernel.N_FIELDS, len(sel)), dtype=np.int64)
-            sub_f = np.zeros((n_shapes, 1, len(sel)))
-            sub_d = np.zeros((n_shapes, 3, kernel.DD_COLS, len(sel)), dtype=np.int64)
+            sub_i = np.zeros((len(pi), len(sel)), dtype=np.int64)
+            sub_f = np.zeros((n_shapes, len(sel)))
+            sub_d = np.zeros((len(dd), len(sel)), dtype=np.int64)
             Hs = H[:, sel]
             kernel.sweep_shapes(K, T[:, sel], Hs[0], Hs[1], Hs[2], U[:, sel], int(c[0]), int(c[1]), int(c[2]), sub_i,
                                 sub_f, sub_d)
-            pi[:, :, sel] = sub_i
-            pf[:, :, sel] = sub_f
-            dd[:, :, :, sel] = sub_d
+            pi[:, sel] = sub_i
+            pf[:, sel] = sub_f
+            dd[:, sel] = sub_d
     fp = np.stack([np.broadcast_to(kernel.footprint(K, pi, m), (n,)) for m in range(len(K.cap))], axis=1)
     feasible = np.broadcast_to(kernel.feasible(K, pi), (n,)).astype(bool)
     grid = problem.core_grid(batch.cluster_split, batch.core_split)
-    return Sweep(problem, grid, K, T, H, pi, pf, dd, feasible, fp.astype(np.int64))
+    return Sweep(problem, grid, K, T, H, pi.reshape(n_shapes, kernel.N_FIELDS, n), pf, dd, feasible,
+                 fp.astype(np.int64))
 
 
 def _finish_values(sw: Sweep, order: np.ndarray) -> tuple[np.ndarray | float, ...]:
@@ -122,10 +127,10 @@ def _finish_values(sw: Sweep, order: np.ndarray) -> tuple[np.ndarray | float, ..
     order = np.asarray(order, dtype=np.int64)
     if order.ndim == 2 and len(order) and np.all(order == order[0]):
         order = order[0]
-    pr = np.zeros((len(sw.tables.length), 3, n), dtype=np.int64)
+    pr = np.zeros((len(sw.tables.kcount) * 3, n), dtype=np.int64)
     o = order if order.ndim == 1 else np.ascontiguousarray(np.broadcast_to(order, (n, NDIMS)).T)
     m0, m1, m2 = kernel.masks(sw.tables, sw.hoist[0], sw.hoist[1], sw.hoist[2])
-    return kernel.finish(sw.tables, o, sw.dd, m0, m1, m2, sw.pi, sw.pf, pr)
+    return kernel.finish(sw.tables, o, sw.dd, m0, m1, m2, sw.pi.reshape(-1, n), sw.pf, pr)
 
 
 def _cost_batch(problem: Problem, values: np.ndarray, footprint: np.ndarray, feasible: np.ndarray) -> CostBatch:
@@ -178,7 +183,7 @@ def evaluate_orders(problem: Problem, batch: MappingBatch, orders: np.ndarray, o
     k = len(orders)
     # Every order at once: candidate i under order j is column i * k + j.
     rep = Sweep(problem, sw.grid, sw.tables, np.repeat(sw.tiles, k, axis=1), np.repeat(sw.hoist, k, axis=1),
-                np.repeat(sw.pi, k, axis=2), np.repeat(sw.pf, k, axis=2), np.repeat(sw.dd, k, axis=3),
+                np.repeat(sw.pi, k, axis=2), np.repeat(sw.pf, k, axis=1), np.repeat(sw.dd, k, axis=1),
                 np.repeat(sw.feasible, k), sw.footprint)
     keys = np.asarray(kernel.objective_value(code, _finish_values(rep, np.tile(orders, (n, 1)))), dtype=np.float64)
     keys = np.broadcast_to(keys, (n * k,)).reshape(n, k).copy()
@@ -191,8 +196,8 @@ def compute_cycles(K: KernelTables, tiles: np.ndarray, unroll: np.ndarray) -> np
     T = np.ascontiguousarray(np.asarray(tiles, dtype=np.int64).T)
     U = np.ascontiguousarray(np.broadcast_to(np.asarray(unroll, dtype=np.int64), (T.shape[1], NDIMS)).T)
     out = np.zeros(T.shape[1])
-    dd = np.zeros((len(K.length), 3, kernel.DD_COLS, T.shape[1]), dtype=np.int64)
-    for s in range(len(K.length)):
+    dd = np.zeros((len(K.kcount) * kernel.DD_SHAPE, T.shape[1]), dtype=np.int64)
+    for s in range(len(K.kcount)):
         kernel.trip_table(K, s, T, dd)
         out = np.maximum(out, kernel.compute_cycles(K, s, U, dd))
     return out
@@ -210,7 +215,7 @@ def reload_factors(order: np.ndarray, trips: np.ndarray, hoist: np.ndarray) -> n
     o = order[0] if (order == order[0]).all() else np.ascontiguousarray(order.T)  # one loop order: the common case
     relmask = (kernel_rel() << np.arange(NDIMS)).sum(axis=1)
     hm = hoist_masks(np.broadcast_to(np.asarray(hoist), (n, 3, NDIMS)))
-    factors = kernel.reload(o, np.ascontiguousarray(np.asarray(trips, dtype=np.int64).T), relmask[0] & ~hm[:, 0],
+    factors = kernel.reload(o, np.ascontiguousarray(np.asarray(trips, dtype=np.int64).T), 0, relmask[0] & ~hm[:, 0],
                             relmask[1] & ~hm[:, 1], relmask[2] & ~hm[:, 2])
     for op in OPERANDS:
         out[:, op] = factors[op]
