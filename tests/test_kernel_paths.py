@@ -1,7 +1,7 @@
-"""The compiled cost kernel (numba: no reference counting, trip tables, shifts, conditional moves)
+"""The compiled cost kernel (numba: no reference counting, table lookups, shifts, conditional moves)
 gives bit for bit the costs of the vectorised numpy evaluation of the same model, on random batches
-of a few thousand complete mappings (tiles, loop order, hoisting, unrolling, DRAM layouts, core
-split) over several accelerators and layer shapes."""
+of complete mappings (tiles, loop order, hoisting, unrolling, DRAM layouts, core split) over several
+accelerators and layer shapes; the tables both read hold ``cost.tables``'s per-dimension sums."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from golden_batches import FIELDS, problem_of
 
 from tileplan.cost import compiled
 from tileplan.cost.batch import MappingBatch
-from tileplan.cost.model import evaluate, evaluate_orders
+from tileplan.cost.model import best_unroll, evaluate, evaluate_orders, split_tables, tables_for
 from tileplan.dims import NDIMS, OPERANDS, RELEVANT
 from tileplan.search.space import class_orders, spatial_options, split_options
 
@@ -67,3 +67,54 @@ def test_compiled_kernel_equals_numpy_bit_for_bit(net: str, layer: str, arch: st
         np.testing.assert_array_equal(evaluate_orders(problem, sub, orders, objective, compiled_path=True),
                                       evaluate_orders(problem, sub, orders, objective, compiled_path=False),
                                       err_msg=f"{net}/{layer} on {arch}: {objective} over loop orders")
+    # The exhaustive search's choice of unrolling: the compiled loop picks the same option.
+    options = spatial_options(problem, problem.core_grid(batch.cluster_split, batch.core_split).max_length)
+    K = tables_for(problem, batch)
+    monkeypatch.setenv("TILEPLAN_KERNEL", "numpy")
+    choice = best_unroll(K, batch.tiles, options)
+    np.testing.assert_array_equal(compiled.unroll_choice(K, batch.tiles, options), choice,
+                                  err_msg=f"{net}/{layer} on {arch}: best unroll")
+    assert len(options) == 1 or len(np.unique(choice)) > 1
+
+
+def test_tables_hold_the_per_dimension_sums() -> None:
+    """The plain-position entries of the kernel tables are ``cost.tables``'s per-dimension statistics
+    and burst sums, for every tile size, layout and core shape."""
+    from tileplan.cost import kernel
+    from tileplan.cost.kernel_tables import STORAGE_LOOP, storage_order, tensor_sizes
+    from tileplan.cost.tables import plain_bursts, plain_stats
+    from tileplan.mapping import layout_options
+
+    for net, layer, arch, split in CASES:
+        problem = problem_of(net, layer, arch)
+        splits = split_options(problem)
+        cl, co = splits[len(splits) // 2 if split < 0 else split]
+        grid = problem.core_grid(cl, co)
+        codes = (tuple(range(24)),) * 3
+        K = split_tables(problem, cl, co, codes)
+        prec = problem.precision
+        for op in OPERANDS:
+            sizes = tensor_sizes(problem, op)
+            for code, layout in enumerate(layout_options(op)):
+                order = storage_order(op, layout)
+                for pos, e in enumerate(order):
+                    if op == 0 and e >= 3:
+                        continue
+                    d = STORAGE_LOOP[op][e]
+                    steps = [prec.input, prec.weight, prec.output][op], prec.psum
+                    steps = tuple(x * int(np.prod([sizes[f] for f in order[pos + 1:]])) for x in steps)
+                    for s, core in enumerate(grid.shapes):
+                        n = core.length[d]
+                        r = (((s * 3 + op) * 24 + code) * 5 + pos) * kernel.NREC
+                        assert K.prec[r + kernel.R_DIM] == d and K.prec[r + kernel.R_LEN] == n
+                        t = np.arange(1, n + 1)
+                        width = kernel.N_PLAIN2 if op == 2 else kernel.N_PLAIN
+                        entries = K.ptab[K.prec[r + kernel.R_OFF]:][:n * width].reshape(n, width)
+                        stats = plain_stats(n, sizes[e], t, np.zeros(n, dtype=bool))
+                        np.testing.assert_array_equal(entries[:, kernel.P_MAX], stats.max_ext)
+                        np.testing.assert_array_equal(entries[:, kernel.P_FULL], stats.nfull)
+                        for k, step in enumerate(steps[:1 + (op == 2)]):
+                            every, partial = plain_bursts(n, sizes[e], t, np.zeros(n, dtype=bool), step,
+                                                          problem.arch.dram.burst_bytes)
+                            np.testing.assert_array_equal(entries[:, kernel.P_EVERY + 2 * k], every)
+                            np.testing.assert_array_equal(entries[:, kernel.P_PARTIAL + 2 * k], partial)

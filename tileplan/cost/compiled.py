@@ -33,7 +33,7 @@ MIN_BATCH_LOADED = 1
 def _cached() -> bool:
     """Whether numba's on-disk cache seems to hold the compiled loops (then loading them is cheap)."""
     folder = Path(kernel.__file__).parent / "__pycache__"
-    return any(folder.glob("kernel.model_loop-*.nbi"))
+    return any(folder.glob("kernel.model_loop-*.nbi")) and any(folder.glob("kernel.unroll_loop-*.nbi"))
 
 
 def mode() -> str:
@@ -55,6 +55,21 @@ def wanted(work: int) -> bool:
 @cache
 def loop() -> Callable[..., None] | None:
     """The compiled ``kernel.model_loop``, or None when numba is not installed."""
+    jit = _jit()
+    return None if jit is None else jit(kernel.model_loop)
+
+
+@cache
+def unroll_loop() -> Callable[..., None] | None:
+    """The compiled ``kernel.unroll_loop``, or None when numba is not installed."""
+    jit = _jit()
+    return None if jit is None else jit(kernel.unroll_loop)
+
+
+@cache
+def _jit() -> Callable[[Callable[..., None]], Callable[..., None]] | None:
+    """numba's ``njit`` with the kernel's options, after registering the kernel's functions with
+    numba (None when numba is not installed)."""
     try:
         import numba
         from numba.extending import overload
@@ -87,8 +102,8 @@ def loop() -> Callable[..., None] | None:
     # which would otherwise cost atomic increments on every table of the inlined functions' arguments.
     # Divisors are never zero (tile sizes, bursts and lanes are positive): no zero-division checks.
     options: dict[str, Any] = {"parallel": True, "cache": True, "_nrt": False, "error_model": "numpy"}
-    jit = numba.njit(**options)
-    return jit(kernel.model_loop)
+    jit: Callable[[Callable[..., None]], Callable[..., None]] = numba.njit(**options)
+    return jit
 
 
 def _select_branch(c: Any, a: Any, b: Any) -> Any:
@@ -195,6 +210,17 @@ def orders(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, lay
     return keys
 
 
+def unroll_choice(K: Any, tiles: np.ndarray, options: np.ndarray) -> np.ndarray:
+    """(n,) index of the first of the unroll ``options`` ((k, 8)) with the fewest compute cycles for
+    each tile vector of ``tiles`` ((n, 8); ``kernel.unroll_loop``)."""
+    compiled = unroll_loop()
+    assert compiled is not None
+    n = len(tiles)
+    choice = np.empty(n, dtype=np.int64)
+    compiled(K, _ints(tiles), _ints(options), choice, _scratch(K, n)[3])
+    return choice
+
+
 # Placeholders for the arrays a use of ``kernel.model_loop`` does not write (same types: one compiled signature).
 _NO_ORDERS = np.zeros((0, 8), dtype=np.int64)
 _NO_ORDERS.flags.writeable = False
@@ -230,6 +256,7 @@ def warm_up() -> None:
     from tileplan.search.space import _pareto
 
     _pareto(np.array([[1, 2], [2, 1], [2, 2]]), np.zeros((3, 1), dtype=np.int64), compiled=True)
+    unroll_choice(K, batch.tiles, np.ones((2, 8), dtype=np.int64))
 
 @cache
 def preload() -> None:

@@ -534,3 +534,25 @@ def model_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, layouts: Any, order:
                         en[i, f] = v[11 + f] + inf
                 else:
                     keys[i, k] = objective_value(objective, v)
+
+
+def unroll_loop(K: Any, tiles: Any, options: Any, choice: Any, S_dd: Any) -> None:
+    """``choice[i]``: the first of the unroll ``options`` (rows of 8 factors) with the fewest compute
+    cycles of the slowest core shape (:func:`compute_cycles`) for tiles ``tiles[i]``."""
+    n = tiles.shape[0]
+    chunks = S_dd.shape[0]
+    for c in prange(chunks):
+        dd = S_dd[c]
+        for i in range(c * n // chunks, (c + 1) * n // chunks):
+            for s in range(K.kcount.shape[0]):
+                trip_table(K, s, tiles[i], dd)
+            best = np.inf
+            first = 0
+            for k in range(options.shape[0]):
+                cycles = 0.0
+                for s in range(K.kcount.shape[0]):
+                    cycles = maximum(cycles, compute_cycles(K, s, options[k], dd))
+                if cycles < best:
+                    best = cycles
+                    first = k
+            choice[i] = first

@@ -84,27 +84,15 @@ assert all(len(LAYOUT_LETTERS[op]) == 4 for op in OPERANDS)
 class KernelTables(NamedTuple):
     """Everything ``cost.kernel`` needs about (layer, accelerator, core split). Bytes, cycles, pJ."""
 
-    length: np.ndarray  # (shapes, 8) slice length of every core shape
     kcount: np.ndarray  # (shapes,) cores running each shape
     srec: np.ndarray  # flat (shapes, kernel.SREC): per-shape record (fields kernel.S_*)
+    trips: np.ndarray  # flat: trip count and remainder tile of every tile size of every (shape, dimension)
     prec: np.ndarray  # flat (shapes, 3, 24, 5, kernel.NREC): storage position records (fields kernel.R_*)
+    ptab: np.ndarray  # flat plain-position table (fields kernel.P_*; kernel.N_PLAIN per entry, kernel.N_PLAIN2 output)
+    halo: np.ndarray  # flat (shapes, 2, slots, out, hk_max, 2, 2, kernel.N_HALO) input halo table (fields kernel.H_*)
+    hk_max: int  # kernel-tile extent of the halo table
     rel: np.ndarray  # (3, 8) 1 where a dimension indexes an operand
     relmask: np.ndarray  # (3,) the same as bitmasks (bit d: dimension d)
-    toff: np.ndarray  # (shapes, 8): trips[2 * (toff[s, d] + t)]: trip count of tile size t; the next: remainder
-    trips: np.ndarray  # (2 * sum of slice lengths,) see toff
-    pdim: np.ndarray  # (3, 24, 5) loop dimension at each storage position (outermost first), per layout code
-    paxis: np.ndarray  # (3, 24, 5) input halo axis (0 rows, 1 columns) at each position, else -1
-    pinner: np.ndarray  # (3, 24, 5) bytes of one step along the position's storage dimension (DRAM precision)
-    pinner2: np.ndarray  # (3, 24, 5) the same at partial-sum precision (output)
-    pwhole: np.ndarray  # (shapes, 3, 24, 5) 1 where the slice spans the whole tensor dimension
-    pone: np.ndarray  # (shapes, 3, 24, 5) bursts of a whole-slice box along the position: ceil(length * inner / burst)
-    pone2: np.ndarray  # (shapes, 3, 24, 5) the same at partial-sum precision
-    poff: np.ndarray  # (shapes, 3, 24, 5) offset in ``ptab`` of a plain storage position's entries (tile 1, 2, ...)
-    ptab: np.ndarray  # flat plain-position table (fields kernel.P_*; kernel.N_PLAIN per entry, kernel.N_PLAIN2 output)
-    hkernel: np.ndarray  # (2,) kernel rows / columns
-    hk_max: int  # kernel-tile extent of the halo table
-    hbase: np.ndarray  # (shapes, 2, 24) offset in ``halo`` of a shape's axis for an input layout code
-    halo: np.ndarray  # flat (shapes, 2, slots, out, hk_max, 2, 2, kernel.N_HALO) input halo table (fields kernel.H_*)
     has: np.ndarray  # (3,) 1 where the operand moves data
     ebytes: np.ndarray  # (3,) bytes per element in DRAM (output at output precision)
     onchip: np.ndarray  # (3,) bytes per element on chip (output at partial-sum precision)
@@ -112,11 +100,8 @@ class KernelTables(NamedTuple):
     prec_in: int
     prec_w: int
     copies: int  # input tensors read (an n-ary add holds every addend)
-    burst: int
-    burst_shift: int  # log2(burst) when a power of two, else -1
     flat: np.ndarray  # (8,) 1 where a dimension runs on a flattened PE-array axis
     fax_dims: np.ndarray  # (axes, 4) dimensions of each flattened axis (unused slots: kernel.D_NEUTRAL)
-    fax_len: np.ndarray  # (axes,)
     fax_lanes: np.ndarray  # (axes,)
     fax_shift: np.ndarray  # (axes,) log2(lanes) when a power of two, else -1
     op_factor: int
@@ -186,66 +171,44 @@ def hoist_masks(hoist: np.ndarray) -> np.ndarray:
     return np.asarray(hoist_bits(hoist_words(hoist)), dtype=np.int64)
 
 
-def _plans(problem: Problem, length: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``pdim``, ``paxis``, ``pinner``, ``pinner2``, ``pwhole``, ``pone``, ``pone2`` of :class:`KernelTables`."""
+def _positions(problem: Problem, length: np.ndarray, codes: tuple[tuple[int, ...], ...],
+               hbase: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``prec`` (unflattened) and ``ptab`` of :class:`KernelTables` for the layout codes ``codes[op]``
+    of each operand; ``hbase[s, axis, code]`` is where an input halo axis's block starts in ``halo``.
+
+    A plain storage position (a tensor dimension indexed by one loop dimension: ``cost.tables``'s
+    ``plain_stats`` and ``plain_bursts``) depends on the slice length L, on whether L is the whole
+    tensor dimension and on the bytes of one step along it: for every tile size t = 1..L its entry
+    holds the largest extent, whether boxes span the whole dimension, and the bursts over all
+    positions and over those that are not whole (the output also at partial-sum precision).
+    Positions that agree on those share one block of entries."""
     prec = problem.precision
     burst = int(problem.arch.dram.burst_bytes)
-    n_shapes = len(length)
-    pdim = np.zeros((3, 24, 5), dtype=np.int64)
-    paxis = np.full((3, 24, 5), -1, dtype=np.int64)
-    pinner = np.zeros((3, 24, 5), dtype=np.int64)
-    pinner2 = np.zeros((3, 24, 5), dtype=np.int64)
-    pwhole = np.zeros((n_shapes, 3, 24, 5), dtype=np.int64)
-    pone = np.zeros((n_shapes, 3, 24, 5), dtype=np.int64)
-    pone2 = np.zeros((n_shapes, 3, 24, 5), dtype=np.int64)
+    records = np.zeros((len(length), 3, 24, 5, NREC), dtype=np.int64)
+    blocks: dict[tuple[int, ...], int] = {}
+    parts: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
+    offset = 1
     ebytes = (prec.input, prec.weight, prec.output)
     for op in OPERANDS:
         sizes = tensor_sizes(problem, op)
-        for code in range(len(layout_options(op))):
+        for code in range(24):
             inner = int(ebytes[op])
             inner2 = int(prec.psum) if op is Operand.OUTPUT else inner
             for pos, e in reversed(list(enumerate(_LORDER[op, code]))):
                 d = int(_SDIM[op, e])
-                pdim[op, code, pos] = d
-                if op is Operand.INPUT and e >= 3:
-                    paxis[op, code, pos] = e - 3
-                pinner[op, code, pos] = inner
-                pinner2[op, code, pos] = inner2
-                pwhole[:, op, code, pos] = length[:, d] == sizes[e]
-                pone[:, op, code, pos] = cdiv(length[:, d] * inner, burst)
-                pone2[:, op, code, pos] = cdiv(length[:, d] * inner2, burst)
-                inner *= sizes[e]
-                inner2 *= sizes[e]
-    return pdim, paxis, pinner, pinner2, pwhole, pone, pone2
-
-
-def _plain_table(problem: Problem, length: np.ndarray, codes: tuple[tuple[int, ...], ...]) -> tuple[np.ndarray, ...]:
-    """``poff`` and ``ptab`` of :class:`KernelTables` for the layout codes ``codes[op]`` of each operand.
-
-    A plain storage position (a tensor dimension indexed by one loop dimension, ``cost.tables.plain_stats``
-    and ``plain_bursts``) depends on the slice length L, on whether L is the whole tensor dimension and
-    on the bytes of one step along it: for every tile size t = 1..L its entry holds the largest
-    extent, whether boxes span the whole dimension, and the bursts over all positions and over
-    those that are not whole (the output also at partial-sum precision). Positions that agree on
-    those share one block of entries."""
-    prec = problem.precision
-    burst = int(problem.arch.dram.burst_bytes)
-    poff = np.zeros((len(length), 3, 24, 5), dtype=np.int64)
-    blocks: dict[tuple[int, ...], int] = {}
-    parts: list[np.ndarray] = []
-    offset = 0
-    ebytes = (prec.input, prec.weight, prec.output)
-    for op in OPERANDS:
-        sizes = tensor_sizes(problem, op)
-        for code in codes[op]:
-            inner = int(ebytes[op])
-            inner2 = int(prec.psum) if op is Operand.OUTPUT else inner
-            for pos, e in reversed(list(enumerate(_LORDER[op, code]))):
-                plain = not (op is Operand.INPUT and e >= 3)
+                axis = int(e) - 3 if op is Operand.INPUT and e >= 3 else -1
                 for s, row in enumerate(length):
-                    n = int(row[_SDIM[op, e]])
+                    n = int(row[d])
+                    records[s, op, code, pos, R_DIM] = d
+                    records[s, op, code, pos, R_AXIS] = axis
+                    records[s, op, code, pos, R_LEN] = n
+                    if axis >= 0:
+                        records[s, op, code, pos, R_OFF] = hbase[s, axis, code]
+                        continue
+                    if code not in codes[op]:
+                        continue
                     key = (int(op), n, int(n == sizes[e]), inner, inner2)
-                    if plain and key not in blocks:
+                    if key not in blocks:
                         blocks[key] = offset
                         t = np.arange(1, n + 1, dtype=np.int64)
                         trips = cdiv(n, t)
@@ -260,10 +223,10 @@ def _plain_table(problem: Problem, length: np.ndarray, codes: tuple[tuple[int, .
                         assert len(fields) == (N_PLAIN2 if op is Operand.OUTPUT else N_PLAIN)
                         parts.append(np.stack(fields, axis=1).ravel())
                         offset += n * len(fields)
-                    poff[s, op, code, pos] = blocks[key] if plain else 0
+                    records[s, op, code, pos, R_OFF] = blocks[key]
                 inner *= sizes[e]
                 inner2 *= sizes[e]
-    return poff, np.concatenate(parts).astype(np.int64) if parts else np.zeros(1, dtype=np.int64)
+    return records, np.concatenate(parts).astype(np.int64)
 
 
 def _trips(length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -312,36 +275,21 @@ def kernel_tables(problem: Problem, grid: CoreGrid, codes: tuple[tuple[int, ...]
         hslot[code] = slot
     block = out_max * k_max * 4 * N_HALO
     hbase = ((np.arange(n_shapes)[:, None, None] * 2 + np.arange(2)[None, :, None]) * slots + hslot.T[None]) * block
-    toff, trips = _trips(length)
-    pdim, paxis, pinner, pinner2, pwhole, pone, pone2 = _plans(problem, length)
-    poff, ptab = _plain_table(problem, length, codes)
+    # R and S are never split: a tile of them is at most the kernel, which indexes the halo table directly.
     assert (length[:, Dim.R] == problem.dims[Dim.R]).all() and (length[:, Dim.S] == problem.dims[Dim.S]).all()
+    toff, trips = _trips(length)
     srec = np.zeros((n_shapes, SREC), dtype=np.int64)
     srec[:, S_LEN:S_LEN + 8] = length
     srec[:, S_TOFF:S_TOFF + 8] = toff
-    records = np.zeros((n_shapes, 3, 24, 5, NREC), dtype=np.int64)
-    records[..., R_DIM] = pdim[None]
-    records[..., R_AXIS] = paxis[None]
-    records[..., R_OFF] = poff
-    records[..., R_LEN] = length[:, pdim]
-    for code in range(24):
-        for pos in range(5):
-            if paxis[0, code, pos] >= 0:
-                records[:, 0, code, pos, R_OFF] = hbase[:, paxis[0, code, pos], code]
+    records, ptab = _positions(problem, length, codes, hbase)
     return KernelTables(
-        length=length, kcount=kcount, srec=srec.ravel(), prec=records.ravel(), rel=_REL,
-        relmask=(_REL << np.arange(8)).sum(axis=1).astype(np.int64),
-        toff=toff, trips=trips, pdim=pdim, paxis=paxis, pinner=pinner, pinner2=pinner2, pwhole=pwhole, pone=pone,
-        pone2=pone2, poff=poff, ptab=ptab, hkernel=np.array([problem.dims[Dim.R], problem.dims[Dim.S]], dtype=np.int64),
-        hk_max=int(k_max),
-        hbase=hbase.astype(np.int64), halo=np.ascontiguousarray(halo).reshape(-1),
+        kcount=kcount, srec=srec.ravel(), trips=trips, prec=records.ravel(), ptab=ptab, halo=halo.ravel(),
+        hk_max=int(k_max), rel=_REL, relmask=(_REL << np.arange(8)).sum(axis=1).astype(np.int64),
         has=np.array(problem.has_operand, dtype=np.int64),
         ebytes=np.array([prec.input, prec.weight, prec.output], dtype=np.int64),
         onchip=np.array([prec.input, prec.weight, prec.psum], dtype=np.int64),
         psum=int(prec.psum), prec_in=int(prec.input), prec_w=int(prec.weight), copies=int(problem.layer.input_count),
-        burst=int(arch.dram.burst_bytes), burst_shift=log2_exact(int(arch.dram.burst_bytes)), flat=flat,
-        fax_dims=fax_dims,
-        fax_len=np.array([len(d) for d, _ in axes], dtype=np.int64),
+        flat=flat, fax_dims=fax_dims,
         fax_lanes=np.array([lanes for _, lanes in axes], dtype=np.int64),
         fax_shift=np.array([log2_exact(int(lanes)) for _, lanes in axes], dtype=np.int64),
         op_factor=int(problem.op_factor), macs_pe=int(arch.pe_array.macs_per_pe_per_cycle),

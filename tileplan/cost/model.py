@@ -194,13 +194,40 @@ def evaluate_orders(problem: Problem, batch: MappingBatch, orders: np.ndarray, o
 def compute_cycles(K: KernelTables, tiles: np.ndarray, unroll: np.ndarray) -> np.ndarray:
     """(n,) compute cycles of the slowest core shape of a split (``cost.kernel.compute_cycles``)."""
     T = np.ascontiguousarray(np.asarray(tiles, dtype=np.int64).T)
-    U = np.ascontiguousarray(np.broadcast_to(np.asarray(unroll, dtype=np.int64), (T.shape[1], NDIMS)).T)
-    out = np.zeros(T.shape[1])
+    return _slowest_cycles(K, _trip_tables(K, T), T.shape[1], unroll)
+
+
+def _trip_tables(K: KernelTables, T: np.ndarray) -> np.ndarray:
     dd = np.zeros((len(K.kcount) * kernel.DD_SHAPE, T.shape[1]), dtype=np.int64)
     for s in range(len(K.kcount)):
         kernel.trip_table(K, s, T, dd)
+    return dd
+
+
+def _slowest_cycles(K: KernelTables, dd: np.ndarray, n: int, unroll: np.ndarray) -> np.ndarray:
+    U = np.ascontiguousarray(np.broadcast_to(np.asarray(unroll, dtype=np.int64), (n, NDIMS)).T)
+    out = np.zeros(n)
+    for s in range(len(K.kcount)):
         out = np.maximum(out, kernel.compute_cycles(K, s, U, dd))
     return out
+
+
+def best_unroll(K: KernelTables, tiles: np.ndarray, options: np.ndarray) -> np.ndarray:
+    """(n,) index of the first of the unroll ``options`` ((k, 8)) with the fewest compute cycles of
+    the slowest core shape, for each tile vector of ``tiles`` ((n, 8); compiled for big batches)."""
+    n = len(tiles)
+    if compiled.wanted(n * len(options)):
+        return compiled.unroll_choice(K, tiles, options)
+    T = np.ascontiguousarray(np.asarray(tiles, dtype=np.int64).T)
+    dd = _trip_tables(K, T)
+    best = np.full(n, np.inf)
+    choice = np.zeros(n, dtype=np.int64)
+    for k, u in enumerate(options):
+        cyc = _slowest_cycles(K, dd, n, u)
+        better = cyc < best
+        best = np.where(better, cyc, best)
+        choice = np.where(better, k, choice)
+    return choice
 
 
 def reload_factors(order: np.ndarray, trips: np.ndarray, hoist: np.ndarray) -> np.ndarray:
@@ -248,6 +275,6 @@ def kernel_rel() -> np.ndarray:
     return _RELEVANT_MASK.astype(np.int64)
 
 
-__all__ = ["LAYOUT_LETTERS", "Sweep", "compute_cycles", "evaluate", "evaluate_orders", "finish", "grid_tables",
-           "reload_factors", "reload_factors_orders", "split_tables", "storage_order", "sweep", "tables_for",
-           "tensor_sizes"]
+__all__ = ["LAYOUT_LETTERS", "Sweep", "best_unroll", "compute_cycles", "evaluate", "evaluate_orders", "finish",
+           "grid_tables", "reload_factors", "reload_factors_orders", "split_tables", "storage_order", "sweep",
+           "tables_for", "tensor_sizes"]

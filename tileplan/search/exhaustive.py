@@ -12,8 +12,8 @@ import numpy as np
 
 from tileplan.cost.batch import CostBatch, MappingBatch
 from tileplan.cost.kernel_tables import KernelTables
+from tileplan.cost.model import best_unroll as model_best_unroll
 from tileplan.cost.model import (
-    compute_cycles,
     evaluate,
     evaluate_orders,
     grid_tables,
@@ -301,15 +301,7 @@ def best_unroll(problem: Problem, grid: CoreGrid, tiles: np.ndarray, options: np
         return np.broadcast_to(options[0], (len(tiles), NDIMS)).copy()
     if tables is None:
         tables = grid_tables(problem, grid)
-    n = len(tiles)
-    best = np.full(n, np.inf)
-    choice = np.zeros(n, dtype=np.int64)
-    for k, u in enumerate(options):
-        cyc = compute_cycles(tables, tiles, u)
-        better = cyc < best
-        best = np.where(better, cyc, best)
-        choice = np.where(better, k, choice)
-    return options[choice]
+    return options[model_best_unroll(tables, tiles, options)]
 
 
 def _spatial_of(problem: Problem, unroll: np.ndarray) -> tuple[tuple[tuple[Dim, int], ...], ...]:
