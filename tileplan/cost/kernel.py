@@ -244,26 +244,29 @@ def compute_cycles(K: Any, s: int, u: Any, dd: Any) -> Any:
     for ax in range(K.fax_dims.shape[0]):
         # Sum over every combination of whole (n - 1 of them) and remainder tiles of the axis's four
         # dimension slots (an unused slot is the neutral column: its whole-tile term is 0, its remainder
-        # factor 1), in the order of the bits remainder-or-not of slots 0..3, slot 0 the most significant.
+        # factor 1). The sum is at most the product of the slots' slice lengths, which the tables keep
+        # below 2**53: as an integer it is the float sum of the same terms in any order.
         lanes = K.fax_lanes[ax]
         lshift = K.fax_shift[ax]
-        d0 = b + K.fax_dims[ax, 0]
-        d1 = b + K.fax_dims[ax, 1]
-        d2 = b + K.fax_dims[ax, 2]
-        d3 = b + K.fax_dims[ax, 3]
-        acc = 0.0
+        t0 = at(dd, b + D_TILE + K.fax_dims[ax, 0])
+        t1 = at(dd, b + D_TILE + K.fax_dims[ax, 1])
+        t2 = at(dd, b + D_TILE + K.fax_dims[ax, 2])
+        t3 = at(dd, b + D_TILE + K.fax_dims[ax, 3])
+        e0 = at(dd, b + D_REM + K.fax_dims[ax, 0])
+        e1 = at(dd, b + D_REM + K.fax_dims[ax, 1])
+        e2 = at(dd, b + D_REM + K.fax_dims[ax, 2])
+        e3 = at(dd, b + D_REM + K.fax_dims[ax, 3])
+        w0 = at(dd, b + D_TRIPS + K.fax_dims[ax, 0]) - 1
+        w1 = at(dd, b + D_TRIPS + K.fax_dims[ax, 1]) - 1
+        w2 = at(dd, b + D_TRIPS + K.fax_dims[ax, 2]) - 1
+        w3 = at(dd, b + D_TRIPS + K.fax_dims[ax, 3]) - 1
+        acc = 0
         for x in range(4):
-            r0 = x >> 1
-            r1 = x & 1
-            prod01 = (select(r0, at(dd, d0 + D_REM), at(dd, d0 + D_TILE))
-                      * select(r1, at(dd, d1 + D_REM), at(dd, d1 + D_TILE)))
-            count01 = select(r0, 1, at(dd, d0 + D_TRIPS) - 1) * select(r1, 1, at(dd, d1 + D_TRIPS) - 1)
+            prod01 = select(x >> 1, e0, t0) * select(x & 1, e1, t1)
+            count01 = select(x >> 1, 1, w0) * select(x & 1, 1, w1)
             for y in range(4):
-                r2 = y >> 1
-                r3 = y & 1
-                prod = prod01 * (select(r2, at(dd, d2 + D_REM), at(dd, d2 + D_TILE))
-                                 * select(r3, at(dd, d3 + D_REM), at(dd, d3 + D_TILE)))
-                count = count01 * (select(r2, 1, at(dd, d2 + D_TRIPS) - 1) * select(r3, 1, at(dd, d3 + D_TRIPS) - 1))
+                prod = prod01 * (select(y >> 1, e2, t2) * select(y & 1, e3, t3))
+                count = count01 * (select(y >> 1, 1, w2) * select(y & 1, 1, w3))
                 acc = acc + count * cdiv_by(prod, lanes, lshift)
         total = total * acc
     return np.ceil(total / K.macs_pe)
@@ -358,13 +361,15 @@ def reload(o: Any, dd: Any, b: Any, m0: Any, m1: Any, m2: Any) -> tuple[Any, Any
     return out0, out1, out2
 
 
-def finish(K: Any, o: Any, dd: Any, m0: Any, m1: Any, m2: Any, pi: Any, pf: Any, pr: Any) -> tuple[Any, ...]:
+def finish(K: Any, o: Any, dd: Any, m0: Any, m1: Any, m2: Any, pi: Any, pf: Any, pr: Any,
+           energy: bool = True) -> tuple[Any, ...]:
     """Stage two under loop order ``o``: (DRAM read bytes of input, weight, output; DRAM write bytes;
     bursts of input, weight, output; DRAM cycles, compute cycles, NoC cycles, latency cycles; energy
     pJ of MACs, register files, on-chip buffers, NoC, DRAM). ``dd`` is stage one's trip table,
     ``m0..m2`` the bitmasks of the dimensions that index each operand and are not hoisted (see
     :func:`reload`); ``pr`` is scratch for the reload factors of each shape (``pr[s * 3 + op]``).
-    Feasibility is not applied here (see ``feasible``)."""
+    Without ``energy`` the energies are not computed (0). Feasibility is not applied here (see
+    ``feasible``)."""
     count = K.copies
     n_shapes = K.kcount.shape[0]
     for s in range(n_shapes):
@@ -425,21 +430,22 @@ def finish(K: Any, o: Any, dd: Any, m0: Any, m1: Any, m2: Any, pi: Any, pf: Any,
         k = K.kcount[s]
         p = s * N_FIELDS
         compute = maximum(compute, pf[s])
-        extra = pr[s * 3 + 2] - 1
-        read0 = 1.0 * (count * pr[s * 3] * pi[p + F_SWEEP])
-        read1 = 1.0 * (pr[s * 3 + 1] * pi[p + F_SWEEP + 1])
-        read2 = 1.0 * (extra * pi[p + F_PSUM])
-        write = 1.0 * (pi[p + F_SWEEP + 2] + extra * pi[p + F_PSUM])
         step0 = pi[p + F_STEP]
         step1 = pi[p + F_STEP + 1]
         step2 = pi[p + F_STEP + 2]
-        buf_energy = buf_energy + k * (read0 + step0 * K.prec_in) * K.e_mem[0]
-        buf_energy = buf_energy + k * (read1 + step1 * K.prec_w) * K.e_mem[1]
-        buf_energy = buf_energy + k * (read2 + write + 2 * step2 * K.psum) * K.e_mem[2]
         core_noc = step0 * K.prec_in + step1 * K.prec_w + step2 * K.psum
-        noc_bytes = noc_bytes + k * core_noc
         if K.noc_bw > 0:
             noc_cycles = maximum(noc_cycles, core_noc / K.noc_bw)
+        if energy:
+            extra = pr[s * 3 + 2] - 1
+            read0 = 1.0 * (count * pr[s * 3] * pi[p + F_SWEEP])
+            read1 = 1.0 * (pr[s * 3 + 1] * pi[p + F_SWEEP + 1])
+            read2 = 1.0 * (extra * pi[p + F_PSUM])
+            write = 1.0 * (pi[p + F_SWEEP + 2] + extra * pi[p + F_PSUM])
+            buf_energy = buf_energy + k * (read0 + step0 * K.prec_in) * K.e_mem[0]
+            buf_energy = buf_energy + k * (read1 + step1 * K.prec_w) * K.e_mem[1]
+            buf_energy = buf_energy + k * (read2 + write + 2 * step2 * K.psum) * K.e_mem[2]
+            noc_bytes = noc_bytes + k * core_noc
     onchip = maximum(compute, noc_cycles)
     latency = maximum(onchip, dram_cycles) if K.overlap else onchip + dram_cycles
     return (r0, r1, r2, wr, b0, b1, b2, dram_cycles, compute, noc_cycles, latency,
@@ -513,6 +519,7 @@ def model_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, layouts: Any, order:
                     fp[i, m] = need
                 ok = ok * (need * K.dbl <= K.cap[m])
             m0, m1, m2 = masks(K, hm0, hm1, hm2)
+            energy = full or objective == 1 or objective == 2
             if full:
                 feas[i] = ok
                 uses = 1
@@ -521,7 +528,7 @@ def model_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, layouts: Any, order:
                 for k in range(orders.shape[0] - uses):
                     keys[i, k] = np.inf
             for k in range(uses):
-                v = finish(K, order[i] if full else orders[k], dd, m0, m1, m2, pi, pf, pr)
+                v = finish(K, order[i] if full else orders[k], dd, m0, m1, m2, pi, pf, pr, energy)
                 if full:
                     inf = 0.0 if ok else np.inf
                     for f in range(3):

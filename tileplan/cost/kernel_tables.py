@@ -78,6 +78,10 @@ def tensor_sizes(problem: Problem, operand: Operand) -> tuple[int, ...]:
 _LORDER = np.array([[storage_order(op, lay) for lay in layout_options(op)] for op in OPERANDS], dtype=np.int64)
 _SDIM = np.array([[int(d) for d in STORAGE_LOOP[op]] for op in OPERANDS], dtype=np.int64)
 _REL = np.array([[int(d in RELEVANT[op]) for d in DIMS] for op in OPERANDS], dtype=np.int64)
+# Per (operand, layout code, position): the loop dimension indexing the storage dimension there, and
+# the input halo axis (0 rows, 1 columns) or -1.
+_LAYOUT_DIM = np.take_along_axis(_SDIM[:, None, :], _LORDER, axis=2)
+_LAYOUT_AXIS = np.where((np.arange(3)[:, None, None] == 0) & (_LORDER >= 3), _LORDER - 3, -1)
 assert all(len(LAYOUT_LETTERS[op]) == 4 for op in OPERANDS)
 
 
@@ -185,48 +189,51 @@ def _positions(problem: Problem, length: np.ndarray, codes: tuple[tuple[int, ...
     prec = problem.precision
     burst = int(problem.arch.dram.burst_bytes)
     records = np.zeros((len(length), 3, 24, 5, NREC), dtype=np.int64)
+    records[..., R_DIM] = _LAYOUT_DIM
+    records[..., R_AXIS] = _LAYOUT_AXIS
+    records[..., R_LEN] = length[:, _LAYOUT_DIM]
+    for code, pos in zip(*np.nonzero(_LAYOUT_AXIS[0] >= 0), strict=True):
+        records[:, 0, code, pos, R_OFF] = hbase[:, _LAYOUT_AXIS[0, code, pos], code]
     blocks: dict[tuple[int, ...], int] = {}
     parts: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
     offset = 1
     ebytes = (prec.input, prec.weight, prec.output)
     for op in OPERANDS:
         sizes = tensor_sizes(problem, op)
-        for code in range(24):
+        for code in codes[op]:
             inner = int(ebytes[op])
             inner2 = int(prec.psum) if op is Operand.OUTPUT else inner
             for pos, e in reversed(list(enumerate(_LORDER[op, code]))):
-                d = int(_SDIM[op, e])
-                axis = int(e) - 3 if op is Operand.INPUT and e >= 3 else -1
-                for s, row in enumerate(length):
-                    n = int(row[d])
-                    records[s, op, code, pos, R_DIM] = d
-                    records[s, op, code, pos, R_AXIS] = axis
-                    records[s, op, code, pos, R_LEN] = n
-                    if axis >= 0:
-                        records[s, op, code, pos, R_OFF] = hbase[s, axis, code]
-                        continue
-                    if code not in codes[op]:
-                        continue
-                    key = (int(op), n, int(n == sizes[e]), inner, inner2)
-                    if key not in blocks:
-                        blocks[key] = offset
-                        t = np.arange(1, n + 1, dtype=np.int64)
-                        trips = cdiv(n, t)
-                        rem = n - (trips - 1) * t
-                        single = trips == 1
-                        whole = single & (n == sizes[e])
-                        fields = [np.where(single, n, t), whole.astype(np.int64)]
-                        for step in ((inner,) if op is not Operand.OUTPUT else (inner, inner2)):
-                            every = np.where(single, cdiv(n * step, burst),
-                                             (trips - 1) * cdiv(t * step, burst) + cdiv(rem * step, burst))
-                            fields += [every, np.where(whole, 0, every)]
-                        assert len(fields) == (N_PLAIN2 if op is Operand.OUTPUT else N_PLAIN)
-                        parts.append(np.stack(fields, axis=1).ravel())
-                        offset += n * len(fields)
-                    records[s, op, code, pos, R_OFF] = blocks[key]
+                if _LAYOUT_AXIS[op, code, pos] < 0:
+                    for s, row in enumerate(length):
+                        n = int(row[_SDIM[op, e]])
+                        key = (int(op), n, int(n == sizes[e]), inner, inner2)
+                        if key not in blocks:
+                            blocks[key] = offset
+                            parts.append(_plain_entries(n, sizes[e], inner, inner2 if op is Operand.OUTPUT else None,
+                                                        burst))
+                            offset += len(parts[-1])
+                        records[s, op, code, pos, R_OFF] = blocks[key]
                 inner *= sizes[e]
                 inner2 *= sizes[e]
     return records, np.concatenate(parts).astype(np.int64)
+
+
+def _plain_entries(n: int, size: int, inner: int, inner2: int | None, burst: int) -> np.ndarray:
+    """The entries (fields ``kernel.P_*``) of a plain storage position of a slice ``n`` long, of a
+    tensor dimension ``size`` long, ``inner`` bytes per step (``inner2`` at partial-sum precision,
+    output only), for tile sizes 1..n, flat."""
+    t = np.arange(1, n + 1, dtype=np.int64)
+    trips = cdiv(n, t)
+    rem = n - (trips - 1) * t
+    single = trips == 1
+    whole = single & (n == size)
+    fields = [np.where(single, n, t), whole.astype(np.int64)]
+    for step in ((inner,) if inner2 is None else (inner, inner2)):
+        every = np.where(single, cdiv(n * step, burst), (trips - 1) * cdiv(t * step, burst) + cdiv(rem * step, burst))
+        fields += [every, np.where(whole, 0, every)]
+    assert len(fields) == (N_PLAIN if inner2 is None else N_PLAIN2)
+    return np.stack(fields, axis=1).ravel()
 
 
 def _trips(length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -275,6 +282,8 @@ def kernel_tables(problem: Problem, grid: CoreGrid, codes: tuple[tuple[int, ...]
         hslot[code] = slot
     block = out_max * k_max * 4 * N_HALO
     hbase = ((np.arange(n_shapes)[:, None, None] * 2 + np.arange(2)[None, :, None]) * slots + hslot.T[None]) * block
+    # ``kernel.compute_cycles`` sums a flattened axis's steps as integers: exact as floats below 2**53.
+    assert all(np.prod([float(x) for x in row[list(dims)]]) < 2**53 for row in length for dims, _ in axes)
     # R and S are never split: a tile of them is at most the kernel, which indexes the halo table directly.
     assert (length[:, Dim.R] == problem.dims[Dim.R]).all() and (length[:, Dim.S] == problem.dims[Dim.S]).all()
     toff, trips = _trips(length)
