@@ -330,6 +330,11 @@ def feasible(K: Any, pi: Any) -> Any:
     return ok
 
 
+def masks(K: Any, hm0: Any, hm1: Any, hm2: Any) -> tuple[Any, Any, Any]:
+    """Bitmasks of the dimensions that index each operand and are not hoisted (for :func:`reload`)."""
+    return K.relmask[0] & ~hm0, K.relmask[1] & ~hm1, K.relmask[2] & ~hm2
+
+
 def reload(o: Any, dd: Any, b: Any, m0: Any, m1: Any, m2: Any) -> tuple[Any, Any, Any]:
     """How many times each operand's tiles are swept on one core shape (output: visits of each
     output box), for the three operands at once.
@@ -473,11 +478,6 @@ def objective_value(code: int, v: Any) -> Any:
 # functions above on whole arrays instead. Candidates are cut into ``chunks`` parallel blocks; block
 # ``c`` uses the scratch tables ``S_*[c]`` (allocated by the caller: the loops allocate nothing, so
 # they are compiled without numba's reference counting).
-
-
-def masks(K: Any, hm0: Any, hm1: Any, hm2: Any) -> tuple[Any, Any, Any]:
-    """Bitmasks of the dimensions that index each operand and are not hoisted (for :func:`reload`)."""
-    return K.relmask[0] & ~hm0, K.relmask[1] & ~hm1, K.relmask[2] & ~hm2
 
 
 def scratch_sizes(n_shapes: int) -> tuple[int, ...]:
