@@ -215,6 +215,80 @@ class SplitSlices:
         return total
 
 
+@dataclass(frozen=True)
+class SplitTable:
+    """:class:`SplitSlices` of many core splits at once, as arrays over the splits.
+
+    Along a dimension ``d`` a split's slices depend only on its (cluster, core) factors along ``d``,
+    and a layer's splits share few such pairs: ``parts[d]`` lists the slices (``SplitSlices.slices[d]``)
+    of every distinct pair, ``clusters[d]`` its cluster parts, and ``index[:, d]`` the pair of each
+    split. A quantity of one dimension's slices is computed once per pair (:meth:`per_pair`) and
+    gathered; the per-split quantities are products and maxima of those.
+    """
+
+    index: np.ndarray  # (splits, 8) index into parts[d] of every split
+    parts: tuple[tuple[tuple[tuple[int, int], ...], ...], ...]
+    clusters: tuple[tuple[int, ...], ...]
+    multicast: bool
+    max_length: np.ndarray  # (splits, 8) longest slice along every dimension
+    min_length: np.ndarray  # (splits, 8) shortest slice along every dimension
+
+    @classmethod
+    def of(cls, problem: Problem, splits: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> SplitTable:
+        dims = problem.dims
+        factors = np.array([[*cl, *co] for cl, co in splits], dtype=np.int64).reshape(len(splits), 2, NDIMS)
+        index = np.zeros((len(splits), NDIMS), dtype=np.int64)
+        parts: list[tuple[tuple[tuple[int, int], ...], ...]] = []
+        clusters: list[tuple[int, ...]] = []
+        for d in DIMS:
+            pairs, inverse = np.unique(factors[:, :, d], axis=0, return_inverse=True)
+            index[:, d] = inverse.reshape(-1)
+            mine = []
+            count = []
+            for across, within in pairs.tolist():
+                outer = balanced_parts(int(dims[d]), across)
+                count.append(len(outer))
+                mine.append(tuple((off + o, ln) for off, length in outer for o, ln in balanced_parts(length, within)))
+            parts.append(tuple(mine))
+            clusters.append(tuple(count))
+        longest = np.stack([np.array([max(ln for _, ln in s) for s in parts[d]], dtype=np.int64)[index[:, d]]
+                            for d in DIMS], axis=1)
+        shortest = np.stack([np.array([min(ln for _, ln in s) for s in parts[d]], dtype=np.int64)[index[:, d]]
+                             for d in DIMS], axis=1)
+        return cls(index, tuple(parts), tuple(clusters), bool(problem.arch.cores.multicast), longest, shortest)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def per_pair(self, d: Dim, values: list[int] | list[float]) -> np.ndarray:
+        """(splits,) ``values[k]`` (one per pair of ``parts[d]``) gathered for every split."""
+        return np.asarray(values)[self.index[:, d]]
+
+    def largest_core_points(self) -> np.ndarray:
+        """(splits,) loop-nest points of each split's largest core (``SplitSlices.largest_core_points``)."""
+        out = np.ones(len(self), dtype=np.int64)
+        for d in DIMS:
+            out *= self.max_length[:, d]
+        return out
+
+    def group_elements(self, problem: Problem, op: Operand) -> np.ndarray:
+        """(splits,) ``SplitSlices.group_elements`` of every split (int64)."""
+        out = np.full(len(self), problem.layer.input_count if op is Operand.INPUT else 1, dtype=np.int64)
+        for d in DIMS:
+            if d in RELEVANT[op]:
+                if op is Operand.INPUT and d in (Dim.P, Dim.Q):
+                    axis = 0 if d is Dim.P else 1
+                    factor = [sum(input_extent(problem, axis, off, ln) for off, ln in s) for s in self.parts[d]]
+                elif op is Operand.INPUT and d in (Dim.R, Dim.S):
+                    continue
+                else:
+                    factor = [sum(ln for _, ln in s) for s in self.parts[d]]
+            else:
+                factor = list(self.clusters[d]) if self.multicast else [len(s) for s in self.parts[d]]
+            out *= self.per_pair(d, factor)
+        return out
+
+
 def input_extent(problem: Problem, axis: int, offset: int, length: int) -> int:
     """Input rows (axis 0) or columns (axis 1) that output indices ``offset .. offset + length - 1``
     read: strides may skip some and a window may fall entirely in the padding (cached per problem)."""

@@ -21,7 +21,7 @@ from tileplan.cost.model import (
     storage_order,
     tensor_sizes,
 )
-from tileplan.cost.problem import CoreGrid, Problem, SplitSlices, input_extent
+from tileplan.cost.problem import CoreGrid, Problem, SplitSlices, SplitTable, input_extent
 from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
 from tileplan.mapping import Mapping
 from tileplan.search.bounds import min_dram_bytes
@@ -256,6 +256,196 @@ def longest_runs(problem: Problem, split: SplitSlices) -> tuple[int, int, int]:
     return out[0], out[1], out[2]
 
 
+@dataclass
+class SplitBounds:
+    """The split bounds of every core split of a layer at once, as arrays over the splits of a
+    ``SplitTable`` (same numbers as :func:`split_lower_bound`, :func:`split_run_bound` and
+    :func:`split_tight_bound`, bit for bit: the same float operations in the same order)."""
+
+    problem: Problem
+    table: SplitTable
+    objective: Objective
+    lower: np.ndarray  # (splits,) split_lower_bound
+    run: np.ndarray  # (splits,) split_run_bound
+    compute: np.ndarray  # (splits,) min_compute_cycles
+    group_bytes: np.ndarray  # (splits, 4) compulsory bytes of input, weight, output, psums over multicast groups
+    weighted: np.ndarray | None  # (splits, 4) those bytes weighted by DRAM cycles per byte (None: no burst latency)
+
+    @classmethod
+    def of(cls, problem: Problem, table: SplitTable, objective: Objective) -> SplitBounds:
+        arch = problem.arch
+        prec = problem.precision
+        has = problem.has_operand
+        elems = [table.group_elements(problem, op) if has[op] else np.zeros(len(table), dtype=np.int64)
+                 for op in OPERANDS]
+        # split_lower_bound
+        pes = 1
+        for axis_lanes in problem.lanes:
+            pes *= axis_lanes
+        pes *= arch.pe_array.macs_per_pe_per_cycle
+        ideal = np.ceil(table.largest_core_points() * problem.op_factor / pes)
+        total = np.zeros(len(table), dtype=np.int64)
+        for op in OPERANDS:
+            if has[op]:
+                total = total + elems[op] * prec.of(op)
+        lower = _combine(problem, objective, ideal, total.astype(np.float64), total.astype(np.float64) /
+                         arch.dram_bytes_per_cycle)
+        # split_run_bound
+        compute = min_compute_cycles_table(problem, table)
+        group_bytes = np.zeros((len(table), 4))
+        for op in OPERANDS:
+            if has[op]:
+                group_bytes[:, op] = elems[op] * prec.of(op)
+                if op is Operand.OUTPUT:
+                    group_bytes[:, 3] = elems[op] * prec.psum
+        dram = group_bytes[:, 0] + group_bytes[:, 1] + group_bytes[:, 2]
+        lat = arch.burst_latency_cycles
+        bw = arch.dram_bytes_per_cycle
+        weighted: np.ndarray | None = None
+        if lat > 0:
+            runs = longest_runs_table(problem, table)
+            burst = arch.dram.burst_bytes
+            per_byte = np.stack([1 / bw + lat / np.minimum(burst, runs[:, 0] * prec.input),
+                                 1 / bw + lat / np.minimum(burst, runs[:, 1] * prec.weight),
+                                 1 / bw + lat / np.minimum(burst, runs[:, 2] * prec.output),
+                                 1 / bw + lat / np.minimum(burst, runs[:, 2] * prec.psum)], axis=1)
+            weighted = group_bytes * per_byte
+            lines = input_line_cycles_table(problem, table)
+            if lines is not None:
+                weighted[:, 0] = np.where(np.isnan(lines), weighted[:, 0], np.maximum(weighted[:, 0], lines))
+            dram_cycles = (weighted[:, 0] + weighted[:, 1] + weighted[:, 2]) * (1 - _ROUNDING_MARGIN)
+        else:
+            dram_cycles = dram / bw
+        run = _combine(problem, objective, compute.astype(np.float64), dram, dram_cycles)
+        return cls(problem, table, objective, lower, run, compute, group_bytes, weighted)
+
+    def tight(self, i: int, orders: np.ndarray) -> float:
+        """:func:`split_tight_bound` of split ``i``."""
+        problem = self.problem
+        arch = problem.arch
+        lmin = tuple(int(x) for x in self.table.min_length[i])
+        dram = min_dram_bytes(problem, lmin, orders, self.group_bytes[i])
+        if self.weighted is not None:
+            dram_cycles = min_dram_bytes(problem, lmin, orders, self.weighted[i]) * (1 - _ROUNDING_MARGIN)
+        else:
+            dram_cycles = dram / arch.dram_bytes_per_cycle
+        compute = int(self.compute[i])
+        latency = max(compute, dram_cycles) if arch.overlap else compute + dram_cycles
+        energy = problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
+            dram * arch.dram.energy_pj_per_byte
+        return float(self.objective.combine(latency, energy, dram))
+
+
+def _combine(problem: Problem, objective: Objective, compute: np.ndarray, dram: np.ndarray,
+             dram_cycles: np.ndarray) -> np.ndarray:
+    """The objective of (compute cycles, DRAM bytes, DRAM cycles) arrays, as the scalar bounds combine them."""
+    arch = problem.arch
+    latency = np.maximum(compute, dram_cycles) if arch.overlap else compute + dram_cycles
+    energy = problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
+        dram * arch.dram.energy_pj_per_byte
+    return np.asarray(objective.combine(latency, energy, dram), dtype=np.float64)
+
+
+def min_compute_cycles_table(problem: Problem, table: SplitTable) -> np.ndarray:
+    """(splits,) :func:`min_compute_cycles` of every split of ``table`` (int64)."""
+    from tileplan.arch.spec import AxisMode
+
+    length = table.max_length
+    flat: set[int] = set()
+    steps = np.ones(len(table), dtype=np.int64)
+    for dims, lanes in problem.flattened_axes:
+        points = np.ones(len(table), dtype=np.int64)
+        for d in dims:
+            points = points * length[:, d]
+            flat.add(int(d))
+        steps = steps * -(-points // lanes)
+    others = np.ones(len(table), dtype=np.int64)
+    for d in DIMS:
+        if int(d) not in flat:
+            others = others * length[:, d]
+    unrolled = problem.arch.pe_array.macs_per_pe_per_cycle
+    for axis, lanes in zip(problem.arch.pe_array.axes, problem.lanes, strict=True):
+        if axis.mode is not AxisMode.FLATTENED:
+            unrolled *= lanes
+    out: np.ndarray = -(-(problem.op_factor * others * steps) // unrolled)
+    return out
+
+
+def longest_runs_table(problem: Problem, table: SplitTable) -> np.ndarray:
+    """(splits, 3) :func:`longest_runs` of every split of ``table`` (int64)."""
+    from tileplan.cost.kernel_tables import STORAGE_LOOP
+    from tileplan.mapping import DEFAULT_LAYOUTS
+
+    out = np.ones((len(table), 3), dtype=np.int64)
+    for op in OPERANDS:
+        sizes = tensor_sizes(problem, op)
+        run = np.ones(len(table), dtype=np.int64)
+        alive = np.ones(len(table), dtype=bool)
+        for e in reversed(storage_order(op, DEFAULT_LAYOUTS[op])):
+            if op is Operand.INPUT and e >= 3:
+                axis = e - 3
+                d_out, d_k = (Dim.P, Dim.R) if axis == 0 else (Dim.Q, Dim.S)
+                values = [max(_window_span(problem, axis, off, ln, int(problem.dims[d_k])) for off, ln in s)
+                          for s in table.parts[d_out]]
+                extent = table.per_pair(d_out, values)
+            else:
+                d = STORAGE_LOOP[op][e]
+                extent = table.max_length[:, d]
+            extent = np.minimum(extent, sizes[e])
+            run = np.where(alive, run * extent, run)
+            alive &= extent >= sizes[e]
+        out[:, op] = np.maximum(run, 1)
+    return out
+
+
+def input_line_cycles_table(problem: Problem, table: SplitTable) -> np.ndarray | None:
+    """(splits,) :func:`input_line_cycles` of every split of ``table``, NaN where it is None (None:
+    None for every split)."""
+    from tileplan.mapping import DEFAULT_LAYOUTS
+
+    if not problem.has_operand[Operand.INPUT]:
+        return None
+    innermost = storage_order(Operand.INPUT, DEFAULT_LAYOUTS[Operand.INPUT])[-1]
+    if innermost < 3:
+        return None
+    axis = innermost - 3
+    d_out, d_k = (Dim.P, Dim.R) if axis == 0 else (Dim.Q, Dim.S)
+    size = problem.in_h if axis == 0 else problem.in_w
+    kernel = int(problem.dims[d_k])
+    spans = [max(_window_span(problem, axis, off, ln, kernel) for off, ln in s) for s in table.parts[d_out]]
+    used = [sum(input_extent(problem, axis, off, ln) for off, ln in s) for s in table.parts[d_out]]
+    totals = [_line_total(problem, axis, s) if span < size and u > 0 else float("nan")
+              for s, span, u in zip(table.parts[d_out], spans, used, strict=True)]
+    total = table.per_pair(d_out, totals).astype(np.float64)
+    ok = ~np.isnan(total)
+    used_arr = np.maximum(table.per_pair(d_out, used), 1)
+    return np.where(ok, table.group_elements(problem, Operand.INPUT) // used_arr * np.where(ok, total, 0.0), np.nan)
+
+
+def _line_total(problem: Problem, axis: int, slices: tuple[tuple[int, int], ...]) -> float:
+    """Sum over ``slices`` (offset, length) of an output axis of the least DRAM cycles of one line of
+    input tiles (``input_line_cycles``'s ``line``), cached per problem and slice."""
+    from tileplan.cost.tables import halo_table
+
+    arch = problem.arch
+    b = problem.precision.input
+    size = problem.in_h if axis == 0 else problem.in_w
+    kernel = int(problem.dims[Dim.R if axis == 0 else Dim.S])
+    cache: dict[tuple[int, int, int], float] = problem.__dict__.setdefault("_input_line_cycles", {})
+    total = 0.0
+    for off, ln in slices:
+        key = (axis, off, ln)
+        if key not in cache:
+            table = halo_table(ln, problem.input_window_start(axis, off), size, problem.stride[axis],
+                               problem.dilation[axis], kernel)
+            every, _ = table.bursts(b, arch.dram.burst_bytes)
+            line = table.sum_ext[:, :, 0, 0] * b / arch.dram_bytes_per_cycle + \
+                every[:, :, 0, 0] * arch.burst_latency_cycles
+            cache[key] = float(line.min())
+        total += cache[key]
+    return total
+
+
 def _window_span(problem: Problem, axis: int, offset: int, length: int, kernel: int) -> int:
     """Input rows (axis 0) or columns (axis 1) between the first and the last that output indices
     ``offset .. offset + length - 1`` read, clipped to the tensor (``cost.tables.halo_table``'s
@@ -408,9 +598,11 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     t0 = time.perf_counter()
     splits = split_options(problem)
     orders = class_orders() if orders is None else np.asarray(orders, dtype=np.int64)
-    slices = [problem.split_slices(*s) for s in splits]
-    bounds = np.array([split_lower_bound(problem, x, objective) for x in slices])
+    table = SplitTable.of(problem, splits)
+    split_bounds = SplitBounds.of(problem, table, objective)
+    bounds = split_bounds.lower
     visit = np.lexsort((np.arange(len(splits)), bounds))
+    sizes: dict[tuple[int, ...], tuple[np.ndarray, float]] = {}  # per longest slices: unroll options, space
     best_key: tuple[float, ...] | None = None
     best: tuple[Mapping, CostBatch] | None = None
     best_rank = -1
@@ -428,14 +620,16 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     for rank, s in enumerate(visit):
         if rank % part[1] != part[0]:
             continue
-        max_length = slices[s].max_length
-        uopts = spatial_options(problem, max_length)
-        space += float(np.prod([float(x) for x in max_length])) * n_orders * len(uopts)
+        max_length = tuple(int(x) for x in table.max_length[s])
+        if max_length not in sizes:
+            opts = spatial_options(problem, max_length)
+            sizes[max_length] = (opts, float(np.prod([float(x) for x in max_length])) * n_orders * len(opts))
+        uopts, size = sizes[max_length]
+        space += size
         if progress:
             progress(rank, len(splits))
         if pruned(bounds[s]) or (best_key is not None or shared is not None) and (
-                pruned(split_run_bound(problem, slices[s], objective))
-                or pruned(split_tight_bound(problem, slices[s], objective, orders))):
+                pruned(split_bounds.run[s]) or pruned(split_bounds.tight(s, orders))):
             continue
         searched += 1
         grid = problem.core_grid(*splits[s])

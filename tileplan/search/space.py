@@ -148,8 +148,13 @@ class TileGroup:
     dims: tuple[Dim, ...]
     tiles: np.ndarray  # (m, len(dims))
     footprint: np.ndarray  # (m, shapes, 3): factor of each operand's on-chip box (elements)
-    dominators: list[np.ndarray]  # per candidate: candidates at least as good in every cost
-    # quantity (only footprint larger), reduced to those with a minimal footprint
+    doms: np.ndarray  # (m, width >= 1): per candidate, ascending, -1 padded: candidates at least as good
+    # in every cost quantity (only footprint larger), reduced to those with a minimal footprint
+
+    @property
+    def dominators(self) -> list[np.ndarray]:
+        """``doms`` as one array per candidate."""
+        return [row[row >= 0] for row in self.doms]
 
 
 def _pareto(features: np.ndarray, classes: np.ndarray, *, compiled: bool | None = None) -> np.ndarray:
@@ -279,15 +284,34 @@ def tile_groups(problem: Problem, grid: CoreGrid, unroll_options: np.ndarray,
                               [np.asarray(c, dtype=np.int64) for c in classes], axis=1)
         fp_flat = foot.reshape(m, -1)
         keep = _pareto(np.concatenate([cost_feats, fp_flat], axis=1), np.zeros((m, 1), dtype=np.int64))
-        groups.append(TileGroup(dims, tiles[keep], foot[keep], _dominators(cost_feats[keep], fp_flat[keep])))
+        groups.append(TileGroup(dims, tiles[keep], foot[keep], _dominator_table(cost_feats[keep], fp_flat[keep])))
         if cache is not None:
             cache[key] = groups[-1]
     return groups
 
 
-def _dominators(cost: np.ndarray, fp: np.ndarray) -> list[np.ndarray]:
+def _dominators(cost: np.ndarray, fp: np.ndarray, *, compiled: bool | None = None) -> list[np.ndarray]:
     """For each candidate, the candidates with every cost quantity <= its own (and not identical,
     or identical with a lower index), reduced to those whose footprint is minimal among them."""
+    return [row[row >= 0] for row in _dominator_table(cost, fp, compiled=compiled)]
+
+
+def _dominator_table(cost: np.ndarray, fp: np.ndarray, *, compiled: bool | None = None) -> np.ndarray:
+    """:func:`_dominators` as an (m, width >= 1) table, -1 padded. Big groups take the compiled loop of
+    ``search.tile_product`` (same rows; ``compiled`` forces the choice)."""
+    loop = tile_product.compiled_dominators() if (tile_product.dominators_wanted(len(cost)) if compiled is None
+                                                   else compiled) else None
+    if loop is not None:
+        return np.asarray(loop(np.ascontiguousarray(cost, dtype=np.int64), np.ascontiguousarray(fp, dtype=np.int64)))
+    lists = _dominator_lists(cost, fp)
+    table = np.full((len(lists), max([1, *(len(d) for d in lists)])), -1, dtype=np.int64)
+    for a, dom in enumerate(lists):
+        table[a, :len(dom)] = dom
+    return table
+
+
+def _dominator_lists(cost: np.ndarray, fp: np.ndarray) -> list[np.ndarray]:
+    """:func:`_dominators` over whole arrays (for groups too small to call the compiled loop for)."""
     m = len(cost)
     le = np.all(cost[None, :, :] <= cost[:, None, :], axis=2)  # le[a, b]: b at least as good as a
     same = np.all(cost[None, :, :] == cost[:, None, :], axis=2)
@@ -346,34 +370,35 @@ def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 <
                      compiled: bool | None = None) -> np.ndarray:
     """(n, 8) tile vectors of the combinations of group candidates that fit every on-chip memory on
     every core shape and in which no group's candidate could be swapped for one that is at least as
-    good in every cost quantity and still fit (such a swap never makes any objective worse).
+    good in every cost quantity and still fit (such a swap never makes any objective worse), in
+    lexicographic order of the candidates' indices, the groups taken largest first.
 
     Built group by group: partial combinations that overflow a memory even with the smallest
     remaining candidates are dropped, and so are those whose newest candidate has a better swap
     that fits even with the largest remaining candidates. Big products take the compiled walk of
     ``search.tile_product`` (same set, same order; ``compiled`` forces the choice)."""
-    # Largest groups first: when the small ones come last, the bound on what is still to come is
-    # tight and dominated partial combinations are dropped before they multiply.
+    # Largest groups first (the order of the result); the vectorised form builds them in this order:
+    # when the small ones come last, dominated partial combinations are dropped before they multiply.
     groups = sorted(groups, key=lambda g: -len(g.tiles))
     prec = problem.precision
     elem_bytes = np.array([prec.input * problem.layer.input_count, prec.weight, prec.psum], dtype=np.int64)
     mem_of = np.array(problem.memory_of_operand)
     factor = 2 if problem.arch.double_buffering else 1
     cap = problem.capacity_bytes
-    shapes = groups[0].footprint.shape[1]
-    mins = [g.footprint.min(axis=0) for g in groups]
-    maxs = [g.footprint.max(axis=0) for g in groups]
-    lo = [np.ones((shapes, 3), dtype=np.int64) for _ in range(len(groups) + 1)]
-    hi = [np.ones((shapes, 3), dtype=np.int64) for _ in range(len(groups) + 1)]
-    for i in range(len(groups) - 1, -1, -1):
-        lo[i] = lo[i + 1] * mins[i]
-        hi[i] = hi[i + 1] * maxs[i]
     weights = elem_bytes * factor
     if compiled is None:
         compiled = tile_product.wanted(float(np.prod([float(len(g.tiles)) for g in groups])))
     if compiled and tile_product.compiled_walk() is not None:
-        rows = _compiled_rows(problem, groups, np.array(lo), np.array(hi), weights, mem_of, cap)
+        rows = _compiled_rows(problem, groups, weights, mem_of, cap)
     else:
+        shapes = groups[0].footprint.shape[1]
+        mins = [g.footprint.min(axis=0) for g in groups]
+        maxs = [g.footprint.max(axis=0) for g in groups]
+        lo = [np.ones((shapes, 3), dtype=np.int64) for _ in range(len(groups) + 1)]
+        hi = [np.ones((shapes, 3), dtype=np.int64) for _ in range(len(groups) + 1)]
+        for i in range(len(groups) - 1, -1, -1):
+            lo[i] = lo[i + 1] * mins[i]
+            hi[i] = hi[i + 1] * maxs[i]
         rows = _vectorised_rows(problem, groups, lo, hi, weights, mem_of, cap, chunk)
     tiles = np.ones((len(rows), NDIMS), dtype=np.int64)
     for i, g in enumerate(groups):
@@ -382,24 +407,24 @@ def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 <
     return tiles
 
 
-def _compiled_rows(problem: Problem, groups: list[TileGroup], lo: np.ndarray, hi: np.ndarray, weights: np.ndarray,
-                   mem_of: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    """(n, groups) picks of the feasible product by ``search.tile_product``'s compiled walk."""
+def _compiled_rows(problem: Problem, groups: list[TileGroup], weights: np.ndarray, mem_of: np.ndarray,
+                   cap: np.ndarray) -> np.ndarray:
+    """(n, groups) picks of the feasible product by ``search.tile_product``'s compiled walk, sorted
+    lexicographically."""
     walk = tile_product.compiled_walk()
     assert walk is not None
     starts = np.concatenate([[0], np.cumsum([len(g.tiles) for g in groups])]).astype(np.int64)
     foot = np.ascontiguousarray(np.concatenate([g.footprint for g in groups]), dtype=np.int64)
-    width = max(1, max(len(d) for g in groups for d in g.dominators))
+    width = max(g.doms.shape[1] for g in groups)
     doms = np.full((len(foot), width), -1, dtype=np.int64)
-    row = 0
-    for g in groups:
-        for dom in g.dominators:
-            doms[row, :len(dom)] = dom
-            row += 1
+    for g, start in zip(groups, starts, strict=False):
+        doms[start:start + len(g.doms), :g.doms.shape[1]] = g.doms
     has = np.array(problem.has_operand, dtype=np.bool_)
-    return np.asarray(walk(foot, starts, doms, np.ascontiguousarray(lo, dtype=np.int64),
-                           np.ascontiguousarray(hi, dtype=np.int64), weights.astype(np.int64),
-                           mem_of.astype(np.int64), has, cap.astype(np.int64)))
+    rows = np.asarray(walk(foot, starts, doms, weights.astype(np.int64), mem_of.astype(np.int64), has,
+                           cap.astype(np.int64)))
+    if len(rows) > 1:
+        rows = rows[np.lexsort(rows.T[::-1])]
+    return rows
 
 
 def _vectorised_rows(problem: Problem, groups: list[TileGroup], lo: list[np.ndarray], hi: list[np.ndarray],
@@ -456,12 +481,10 @@ def _swap_fits(problem: Problem, g: TileGroup, pick: np.ndarray, boxes: np.ndarr
     """For combinations whose group-g candidate is ``pick`` and whose boxes are ``boxes`` (times
     ``scale`` for groups not chosen yet), whether some dominator of ``pick`` would still fit."""
     out = np.zeros(len(pick), dtype=bool)
-    width = max((len(d) for d in g.dominators), default=0)
-    if width == 0 or len(pick) == 0:
+    table = g.doms
+    if len(pick) == 0:
         return out
-    table = np.full((len(g.dominators), width), -1, dtype=np.int64)
-    for a, dom in enumerate(g.dominators):
-        table[a, :len(dom)] = dom
+    width = table.shape[1]
     base = np.maximum(g.footprint[pick], 1)
     rest = boxes // base * scale[None]
     for k in range(width):
