@@ -151,7 +151,6 @@ def input_line_cycles(problem: Problem, split: SplitSlices) -> float | None:
     bytes' weight by far (a stride-2 1x1 layer reads about twice its used columns, or pays a burst
     per column).
     """
-    from tileplan.cost.tables import halo_table
     from tileplan.mapping import DEFAULT_LAYOUTS
 
     if not problem.has_operand[Operand.INPUT]:
@@ -169,20 +168,9 @@ def input_line_cycles(problem: Problem, split: SplitSlices) -> float | None:
     used = sum(input_extent(problem, axis, off, ln) for off, ln in slices)
     if used == 0:
         return None
-    arch = problem.arch
-    b = problem.precision.input
-    cache: dict[tuple[int, int, int], float] = problem.__dict__.setdefault("_input_line_cycles", {})
     total = 0.0
     for off, ln in slices:
-        key = (axis, off, ln)
-        if key not in cache:
-            table = halo_table(ln, problem.input_window_start(axis, off), size, problem.stride[axis],
-                               problem.dilation[axis], kernel)
-            every, _ = table.bursts(b, arch.dram.burst_bytes)
-            line = table.sum_ext[:, :, 0, 0] * b / arch.dram_bytes_per_cycle + \
-                every[:, :, 0, 0] * arch.burst_latency_cycles
-            cache[key] = float(line.min())
-        total += cache[key]
+        total += _line_cost(problem, axis, off, ln)
     return split.group_elements(problem, Operand.INPUT) // used * total
 
 
@@ -270,6 +258,8 @@ class SplitBounds:
     compute: np.ndarray  # (splits,) min_compute_cycles
     group_bytes: np.ndarray  # (splits, 4) compulsory bytes of input, weight, output, psums over multicast groups
     weighted: np.ndarray | None  # (splits, 4) those bytes weighted by DRAM cycles per byte (None: no burst latency)
+    runs: np.ndarray  # (splits,) :func:`split_runs_bound` (``run`` when there is no burst latency)
+    weighted_runs: np.ndarray | None  # (splits, 4) the bytes weighted by :func:`burst_rates_table`'s rates
 
     @classmethod
     def of(cls, problem: Problem, table: SplitTable, objective: Objective) -> SplitBounds:
@@ -317,16 +307,32 @@ class SplitBounds:
         else:
             dram_cycles = dram / bw
         run = _combine(problem, objective, compute.astype(np.float64), dram, dram_cycles)
-        return cls(problem, table, objective, lower, run, compute, group_bytes, weighted)
+        runs_bound = run
+        weighted_runs: np.ndarray | None = None
+        if weighted is not None:
+            weighted_runs = group_bytes * (1 / bw + lat * burst_rates_table(problem, table))
+            weighted_runs[:, 0] = np.maximum(weighted_runs[:, 0], weighted[:, 0])  # the input lines, if larger
+            cycles = (weighted_runs[:, 0] + weighted_runs[:, 1] + weighted_runs[:, 2]) * (1 - _ROUNDING_MARGIN)
+            runs_bound = _combine(problem, objective, compute.astype(np.float64), dram, cycles)
+        return cls(problem, table, objective, lower, run, compute, group_bytes, weighted, runs_bound, weighted_runs)
 
     def tight(self, i: int, orders: np.ndarray) -> float:
         """:func:`split_tight_bound` of split ``i``."""
+        return self._tight(i, orders, self.weighted)
+
+    def tight_runs(self, i: int, orders: np.ndarray) -> float:
+        """:func:`split_tight_bound` of split ``i`` with the bursts of :func:`burst_rates_table` (at least
+        :meth:`tight`, up to rounding): the reload factors of ``search.bounds.min_dram_bytes`` applied to
+        ``weighted_runs``."""
+        return self._tight(i, orders, self.weighted_runs)
+
+    def _tight(self, i: int, orders: np.ndarray, weighted: np.ndarray | None) -> float:
         problem = self.problem
         arch = problem.arch
         lmin = tuple(int(x) for x in self.table.min_length[i])
         dram = min_dram_bytes(problem, lmin, orders, self.group_bytes[i])
-        if self.weighted is not None:
-            dram_cycles = min_dram_bytes(problem, lmin, orders, self.weighted[i]) * (1 - _ROUNDING_MARGIN)
+        if weighted is not None:
+            dram_cycles = min_dram_bytes(problem, lmin, orders, weighted[i]) * (1 - _ROUNDING_MARGIN)
         else:
             dram_cycles = dram / arch.dram_bytes_per_cycle
         compute = int(self.compute[i])
@@ -398,6 +404,61 @@ def longest_runs_table(problem: Problem, table: SplitTable) -> np.ndarray:
     return out
 
 
+def burst_rates_table(problem: Problem, table: SplitTable) -> np.ndarray:
+    """(splits, 4) bursts per byte that no sweep of the split's tiles can beat, per operand (input,
+    weight, output at its precision, output at the partial sums' precision; default layouts).
+
+    ``cost.kernel.operand_pass`` cuts a sweep's bytes into runs, each costing ``ceil(r / B)`` bursts
+    for ``r`` bytes: a run lies along one storage dimension ``j``, spans ``e`` steps of it times the
+    whole sizes ``W_j`` of the dimensions inside ``j`` (so only when some core's extent along each
+    of those is the whole size), and ``e`` is an extent that is not the whole size of ``j`` (any
+    extent along the outermost dimension); an extent is at most the longest along ``j`` over the
+    cores (``longest_runs``'s extents). So every run has ``ceil(r / B) / r >= rate``, the least of
+    ``ceil(e * W_j * b / B) / (e * W_j * b)`` over those ``j`` and ``e``, and every sweep costs at
+    least ``rate`` bursts per byte. This is never below ``1 / min(B, R_X)`` (:func:`split_tight_bound`),
+    and above it when the runs cannot fill bursts: rows of 28 two-byte elements, whole or in
+    pieces, fill bursts of 128 B at best 112 B per 128 (two rows).
+    """
+    from tileplan.cost.kernel_tables import STORAGE_LOOP
+    from tileplan.mapping import DEFAULT_LAYOUTS
+
+    prec = problem.precision
+    burst = problem.arch.dram.burst_bytes
+    out = np.zeros((len(table), 4))
+    cache: dict[tuple[int, int], np.ndarray] = problem.__dict__.setdefault("_burst_rates", {})
+    for op in OPERANDS:
+        if not problem.has_operand[op]:
+            continue
+        sizes = tensor_sizes(problem, op)
+        extents = []
+        for e in reversed(storage_order(op, DEFAULT_LAYOUTS[op])):  # innermost first
+            if op is Operand.INPUT and e >= 3:
+                axis = e - 3
+                d_out, d_k = (Dim.P, Dim.R) if axis == 0 else (Dim.Q, Dim.S)
+                values = [max(_window_span(problem, axis, off, ln, int(problem.dims[d_k])) for off, ln in s)
+                          for s in table.parts[d_out]]
+                extent = table.per_pair(d_out, values)
+            else:
+                extent = table.max_length[:, STORAGE_LOOP[op][e]]
+            extents.append((sizes[e], np.minimum(extent, sizes[e])))
+        precisions = [(op, prec.of(op))] if op is not Operand.OUTPUT else [(2, prec.output), (3, prec.psum)]
+        for col, b in precisions:
+            rate = np.full(len(table), np.inf)
+            alive = np.ones(len(table), dtype=bool)
+            inner = 1
+            for k, (size, extent) in enumerate(extents):
+                key = (inner * b, size)
+                if key not in cache:  # least ceil(x c / B) / (x c) over x = 1 .. m, for m = 0 .. size
+                    x = np.arange(1, size + 1, dtype=np.int64) * (inner * b)
+                    cache[key] = np.concatenate([[np.inf], np.minimum.accumulate(-(-x // burst) / x)])
+                top = extent if k == len(extents) - 1 else np.minimum(extent, size - 1)
+                rate = np.where(alive, np.minimum(rate, cache[key][top]), rate)
+                alive &= extent >= size
+                inner *= size
+            out[:, col] = np.where(np.isfinite(rate), rate, 0.0)  # no run at all: the operand moves nothing
+    return out
+
+
 def input_line_cycles_table(problem: Problem, table: SplitTable) -> np.ndarray | None:
     """(splits,) :func:`input_line_cycles` of every split of ``table``, NaN where it is None (None:
     None for every split)."""
@@ -424,26 +485,37 @@ def input_line_cycles_table(problem: Problem, table: SplitTable) -> np.ndarray |
 
 def _line_total(problem: Problem, axis: int, slices: tuple[tuple[int, int], ...]) -> float:
     """Sum over ``slices`` (offset, length) of an output axis of the least DRAM cycles of one line of
-    input tiles (``input_line_cycles``'s ``line``), cached per problem and slice."""
+    input tiles (:func:`input_line_cycles`'s ``line``), in slice order."""
+    total = 0.0
+    for off, ln in slices:
+        total += _line_cost(problem, axis, off, ln)
+    return total
+
+
+def _line_cost(problem: Problem, axis: int, offset: int, length: int) -> float:
+    """Least DRAM cycles of one line of input tiles of the output slice ``offset .. offset + length - 1``
+    along ``axis`` (:func:`input_line_cycles`'s ``line``), cached per problem.
+
+    A tile's input extent depends on where the slice starts only through clipping at the tensor's
+    edges (``cost.tables.halo_table``): slices of one length whose whole window lies inside the
+    tensor share one entry."""
     from tileplan.cost.tables import halo_table
 
     arch = problem.arch
     b = problem.precision.input
     size = problem.in_h if axis == 0 else problem.in_w
     kernel = int(problem.dims[Dim.R if axis == 0 else Dim.S])
-    cache: dict[tuple[int, int, int], float] = problem.__dict__.setdefault("_input_line_cycles", {})
-    total = 0.0
-    for off, ln in slices:
-        key = (axis, off, ln)
-        if key not in cache:
-            table = halo_table(ln, problem.input_window_start(axis, off), size, problem.stride[axis],
-                               problem.dilation[axis], kernel)
-            every, _ = table.bursts(b, arch.dram.burst_bytes)
-            line = table.sum_ext[:, :, 0, 0] * b / arch.dram_bytes_per_cycle + \
-                every[:, :, 0, 0] * arch.burst_latency_cycles
-            cache[key] = float(line.min())
-        total += cache[key]
-    return total
+    start = problem.input_window_start(axis, offset)
+    span = (length - 1) * problem.stride[axis] + (kernel - 1) * problem.dilation[axis] + 1
+    inside = start >= 0 and start + span <= size
+    cache: dict[tuple[int, ...], float] = problem.__dict__.setdefault("_input_line_cycles", {})
+    key = (axis, length) if inside else (axis, offset, length)
+    if key not in cache:
+        table = halo_table(length, start, size, problem.stride[axis], problem.dilation[axis], kernel)
+        every, _ = table.bursts(b, arch.dram.burst_bytes)
+        line = table.sum_ext[:, :, 0, 0] * b / arch.dram_bytes_per_cycle + every[:, :, 0, 0] * arch.burst_latency_cycles
+        cache[key] = float(line.min())
+    return cache[key]
 
 
 def _window_span(problem: Problem, axis: int, offset: int, length: int, kernel: int) -> int:
@@ -617,6 +689,11 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
             return True
         return shared is not None and bound > shared.get()
 
+    def beaten(bound: float) -> bool:
+        """The bound exceeds a value found: no mapping of the split can win or tie. (The bounds added
+        after the first three prune only then, so exactly the same mapping is chosen.)"""
+        return best_key is not None and bound > best_key[0] or shared is not None and bound > shared.get()
+
     for rank, s in enumerate(visit):
         if rank % part[1] != part[0]:
             continue
@@ -629,7 +706,8 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
         if progress:
             progress(rank, len(splits))
         if pruned(bounds[s]) or (best_key is not None or shared is not None) and (
-                pruned(split_bounds.run[s]) or pruned(split_bounds.tight(s, orders))):
+                pruned(split_bounds.run[s]) or beaten(split_bounds.runs[s])
+                or pruned(split_bounds.tight(s, orders)) or beaten(split_bounds.tight_runs(s, orders))):
             continue
         searched += 1
         grid = problem.core_grid(*splits[s])

@@ -82,9 +82,17 @@ def split_options(problem: Problem) -> list[tuple[tuple[int, ...], tuple[int, ..
 def spatial_options(problem: Problem, max_len: tuple[int, ...]) -> np.ndarray:
     """(options, 8) unroll factors: every combination of maximal unroll tuples of the unrolled axes
     (a dimension on at most one axis). Memoised per PE array, lanes and lengths (``search.memo``);
-    the array is read-only."""
-    key = ("spatial_options", capacity_free_key(problem.arch), tuple(problem.lanes), tuple(int(x) for x in max_len))
-    return memo(key, lambda: _spatial_options(problem, max_len))
+    the array is read-only.
+
+    The options read a length only through ``min(lanes, length)`` and ``length > 1``, for the
+    dimensions of unrolled axes: lengths are clipped to the most lanes (at least 2) before they key
+    the memo (others to 1), so splits with different long slices share one entry."""
+    top = max([2, *(lanes for axis, lanes in zip(problem.arch.pe_array.axes, problem.lanes, strict=True)
+                    if axis.mode is not AxisMode.FLATTENED)])
+    unrolled = {d for axis in problem.arch.pe_array.axes if axis.mode is not AxisMode.FLATTENED for d in axis.dim_ids}
+    clipped = tuple(min(int(x), top) if d in unrolled else 1 for d, x in zip(DIMS, max_len, strict=True))
+    key = ("spatial_options", capacity_free_key(problem.arch), tuple(problem.lanes), clipped)
+    return memo(key, lambda: _spatial_options(problem, clipped))
 
 
 def _spatial_options(problem: Problem, max_len: tuple[int, ...]) -> np.ndarray:
