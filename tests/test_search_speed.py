@@ -314,3 +314,56 @@ def test_line_costs_shared_by_slices_inside_the_tensor_equal_their_own(problem: 
                 line = table.sum_ext[:, :, 0, 0] * problem.precision.input / arch.dram_bytes_per_cycle + \
                     every[:, :, 0, 0] * arch.burst_latency_cycles
                 assert _line_cost(problem, axis, offset, length) == float(line.min())
+
+
+def _core_grid_reference(problem: Problem, cluster_split: tuple[int, ...], core_split: tuple[int, ...]):
+    """The core grid as first written: cores, distinct shapes (first occurrence), multicast groups."""
+    from itertools import product as combos
+
+    from tileplan.cost.problem import CoreGrid, CoreSlice, _clip_key
+    from tileplan.dims import RELEVANT, Dim
+    from tileplan.mapping import balanced_parts
+
+    per_dim_cluster = [balanced_parts(int(problem.dims[d]), cluster_split[d]) for d in DIMS]
+    cores = []
+    for cl_id, cl_choice in enumerate(combos(*[range(len(p)) for p in per_dim_cluster])):
+        sub = []
+        for d in DIMS:
+            off, length = per_dim_cluster[d][cl_choice[d]]
+            sub.append([(off + o, ln) for o, ln in balanced_parts(length, core_split[d])])
+        for co_choice in combos(*[range(len(s)) for s in sub]):
+            parts = [sub[d][co_choice[d]] for d in DIMS]
+            cores.append(CoreSlice(cl_id, tuple(p[0] for p in parts), tuple(p[1] for p in parts)))
+    keys: dict = {}
+    shapes = []
+    shape_of = np.empty(len(cores), dtype=np.int64)
+    for i, core in enumerate(cores):
+        key = (core.length, _clip_key(problem, 0, core), _clip_key(problem, 1, core))
+        if key not in keys:
+            keys[key] = len(shapes)
+            shapes.append(core)
+        shape_of[i] = keys[key]
+    groups = []
+    for op in OPERANDS:
+        rel = [int(d) for d in DIMS if d in RELEVANT[op]]
+        members: dict = {}
+        for i, core in enumerate(cores):
+            key = (core.cluster, *(core.offset[d] for d in rel), *(core.length[d] for d in rel)) \
+                if problem.arch.cores.multicast else (i,)
+            members.setdefault(key, []).append(i)
+        groups.append(tuple(tuple(m) for m in members.values()))
+    assert Dim.P in RELEVANT[0]
+    return CoreGrid(tuple(cores), tuple(shapes), shape_of, tuple(groups))
+
+
+@settings(max_examples=40, deadline=None)
+@given(split_problem())
+def test_core_grid_equals_the_reference(problem: Problem) -> None:
+    """The core grid lists the same cores, shapes (in the same order) and multicast groups as the
+    plainly written form, on every split."""
+    from tileplan.cost.problem import _core_grid
+
+    for cl, co in split_options(problem):
+        got, want = _core_grid(problem, cl, co), _core_grid_reference(problem, cl, co)
+        assert got.cores == want.cores and got.shapes == want.shapes and got.groups == want.groups
+        assert np.array_equal(got.shape_of, want.shape_of)

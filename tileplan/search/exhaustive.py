@@ -390,10 +390,7 @@ def longest_runs_table(problem: Problem, table: SplitTable) -> np.ndarray:
         for e in reversed(storage_order(op, DEFAULT_LAYOUTS[op])):
             if op is Operand.INPUT and e >= 3:
                 axis = e - 3
-                d_out, d_k = (Dim.P, Dim.R) if axis == 0 else (Dim.Q, Dim.S)
-                values = [max(_window_span(problem, axis, off, ln, int(problem.dims[d_k])) for off, ln in s)
-                          for s in table.parts[d_out]]
-                extent = table.per_pair(d_out, values)
+                extent = table.per_pair(Dim.P if axis == 0 else Dim.Q, table.input_span(problem, axis))
             else:
                 d = STORAGE_LOOP[op][e]
                 extent = table.max_length[:, d]
@@ -434,10 +431,7 @@ def burst_rates_table(problem: Problem, table: SplitTable) -> np.ndarray:
         for e in reversed(storage_order(op, DEFAULT_LAYOUTS[op])):  # innermost first
             if op is Operand.INPUT and e >= 3:
                 axis = e - 3
-                d_out, d_k = (Dim.P, Dim.R) if axis == 0 else (Dim.Q, Dim.S)
-                values = [max(_window_span(problem, axis, off, ln, int(problem.dims[d_k])) for off, ln in s)
-                          for s in table.parts[d_out]]
-                extent = table.per_pair(d_out, values)
+                extent = table.per_pair(Dim.P if axis == 0 else Dim.Q, table.input_span(problem, axis))
             else:
                 extent = table.max_length[:, STORAGE_LOOP[op][e]]
             extents.append((sizes[e], np.minimum(extent, sizes[e])))
@@ -470,11 +464,10 @@ def input_line_cycles_table(problem: Problem, table: SplitTable) -> np.ndarray |
     if innermost < 3:
         return None
     axis = innermost - 3
-    d_out, d_k = (Dim.P, Dim.R) if axis == 0 else (Dim.Q, Dim.S)
+    d_out = Dim.P if axis == 0 else Dim.Q
     size = problem.in_h if axis == 0 else problem.in_w
-    kernel = int(problem.dims[d_k])
-    spans = [max(_window_span(problem, axis, off, ln, kernel) for off, ln in s) for s in table.parts[d_out]]
-    used = [sum(input_extent(problem, axis, off, ln) for off, ln in s) for s in table.parts[d_out]]
+    spans = table.input_span(problem, axis)
+    used = table.input_used(problem, axis)
     totals = [_line_total(problem, axis, s) if span < size and u > 0 else float("nan")
               for s, span, u in zip(table.parts[d_out], spans, used, strict=True)]
     total = table.per_pair(d_out, totals).astype(np.float64)

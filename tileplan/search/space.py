@@ -170,8 +170,9 @@ def _pareto(features: np.ndarray, classes: np.ndarray, *, compiled: bool | None 
     same class; exact duplicates keep the first row. Big groups take the compiled loop of
     ``search.tile_product`` (same rows; ``compiled`` forces the choice)."""
     keep = np.zeros(len(features), dtype=bool)
-    for cls in np.unique(classes, axis=0):
-        idx = np.nonzero(np.all(classes == cls, axis=1))[0]
+    one_class = len(classes) == 0 or bool(np.all(classes == classes[:1]))
+    for cls in classes[:1] if one_class else np.unique(classes, axis=0):
+        idx = np.arange(len(classes)) if one_class else np.nonzero(np.all(classes == cls, axis=1))[0]
         f = features[idx]
         order = np.lexsort(f.T[::-1])
         walk = tile_product.compiled_front() if (tile_product.front_wanted(len(f)) if compiled is None
@@ -201,16 +202,16 @@ def _compute_features(problem: Problem, dims: tuple[Dim, ...], ext: dict[Dim, li
         flat_dims |= set(mine)
         if not mine:
             continue
-        for y in range(1, lanes + 1):
-            total: np.ndarray | int = 0
-            for pick in product(*[ext[d] for d in mine]):
-                count: np.ndarray | int = 1
-                prod_t: np.ndarray | int = 1
-                for size, cnt in pick:
-                    count = count * cnt
-                    prod_t = prod_t * size
-                total = total + count * (-(-(prod_t * y) // lanes))
-            out.append(np.asarray(total))
+        ys = np.arange(1, lanes + 1, dtype=np.int64)[:, None]  # every Y at once: one row each
+        total: np.ndarray | int = 0
+        for pick in product(*[ext[d] for d in mine]):
+            count: np.ndarray | int = 1
+            prod_t: np.ndarray | int = 1
+            for size, cnt in pick:
+                count = count * cnt
+                prod_t = prod_t * size
+            total = total + count * (-(-(prod_t * ys) // lanes))
+        out.extend(np.asarray(total))
     for d in dims:
         if d in flat_dims:
             continue
