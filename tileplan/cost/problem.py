@@ -358,7 +358,7 @@ def _core_grid(problem: Problem, cluster_split: tuple[int, ...], core_split: tup
             k = keys[key] = len(shapes)
             shapes.append(core)
         shape_of[i] = k
-    groups = []
+    groups: list[tuple[tuple[int, ...], ...]] = []
     multicast = problem.arch.cores.multicast
     for op in OPERANDS:
         if not multicast:
