@@ -43,8 +43,9 @@ class CoreGrid:
     shape_of: np.ndarray
     groups: tuple[tuple[tuple[int, ...], ...], ...]
 
-    @property
+    @cached_property
     def max_length(self) -> tuple[int, ...]:
+        """Longest slice along every dimension (computed once per grid)."""
         return tuple(max(c.length[d] for c in self.cores) for d in DIMS)
 
 
@@ -242,8 +243,10 @@ class SplitTable:
         parts: list[tuple[tuple[tuple[int, int], ...], ...]] = []
         clusters: list[tuple[int, ...]] = []
         for d in DIMS:
-            pairs, inverse = np.unique(factors[:, :, d], axis=0, return_inverse=True)
+            codes, inverse = np.unique(factors[:, 0, d] * (int(factors[:, 1, d].max()) + 1) + factors[:, 1, d],
+                                       return_inverse=True)
             index[:, d] = inverse.reshape(-1)
+            pairs = np.stack(np.divmod(codes, int(factors[:, 1, d].max()) + 1), axis=1)
             mine = []
             count = []
             for across, within in pairs.tolist():

@@ -24,7 +24,7 @@ import numpy as np
 
 from tileplan.arch.spec import AxisMode
 from tileplan.cost.model import storage_order, tensor_sizes
-from tileplan.cost.problem import CoreGrid, Problem
+from tileplan.cost.problem import CoreGrid, CoreSlice, Problem
 from tileplan.cost.tables import halo_table, plain_bursts
 from tileplan.dims import DIMS, NDIMS, OPERANDS, RELEVANT, Dim, Operand
 from tileplan.mapping import DEFAULT_LAYOUTS
@@ -236,67 +236,98 @@ def tile_groups(problem: Problem, grid: CoreGrid, unroll_options: np.ndarray,
     P/R and Q/S groups, the offset that places the input window), and the unroll values of its dims."""
     max_len = grid.max_length
     unroll_values = {d: sorted(set(int(u) for u in unroll_options[:, d])) for d in DIMS}
-    prec = problem.precision
-    burst = problem.arch.dram.burst_bytes
     groups = []
-    layout_steps = {op: _step_bytes(problem, op) for op in OPERANDS}
+    blocks: dict[tuple[object, ...], _ShapeBlock] = {}
+    if cache is not None:  # per-shape features, shared by splits whose groups differ in other shapes
+        blocks = memo(("tile_shape_blocks", problem.layer.signature(), capacity_free_key(problem.arch)), dict)
     for dims in ((Dim.N,), (Dim.G,), (Dim.K,), (Dim.C,), (Dim.P, Dim.R), (Dim.Q, Dim.S)):
-        key = (dims, tuple(int(max_len[d]) for d in dims),
-               tuple((*(int(c.length[d]) for d in dims), int(c.offset[dims[0]]) if len(dims) > 1 else 0)
-                     for c in grid.shapes),
-               tuple(tuple(unroll_values[d]) for d in dims))
+        lengths = tuple(int(max_len[d]) for d in dims)
+        unrolls = tuple(tuple(unroll_values[d]) for d in dims)
+        places = tuple((*(int(c.length[d]) for d in dims), int(c.offset[dims[0]]) if len(dims) > 1 else 0)
+                       for c in grid.shapes)
+        key = (dims, lengths, places, unrolls)
         if cache is not None and key in cache:
             groups.append(cache[key])
             continue
-        grids = np.meshgrid(*[np.arange(1, max_len[d] + 1) for d in dims], indexing="ij")
-        tiles = np.stack([g.ravel() for g in grids], axis=1).astype(np.int64)
+        if len(dims) == 1:
+            tiles = np.arange(1, lengths[0] + 1, dtype=np.int64)[:, None]
+        else:
+            tiles = np.stack([np.repeat(np.arange(1, lengths[0] + 1, dtype=np.int64), lengths[1]),
+                              np.tile(np.arange(1, lengths[1] + 1, dtype=np.int64), lengths[0])], axis=1)
         m = len(tiles)
-        feats: list[np.ndarray] = []
-        classes: list[np.ndarray] = []
-        foot = np.ones((m, len(grid.shapes), 3), dtype=np.int64)
-        no = np.zeros(m, dtype=bool)
+        parts = []
         for s, core in enumerate(grid.shapes):
-            ext: dict[Dim, list[tuple[np.ndarray, np.ndarray]]] = {}
-            for j, d in enumerate(dims):
-                length = core.length[d]
-                t = np.minimum(tiles[:, j], length)
-                n = -(-length // t)
-                classes.append(n)
-                ext[d] = [(t, n - 1), (length - (n - 1) * t, np.ones_like(n))]
-                for op in OPERANDS:
-                    if d in RELEVANT[op] and problem.has_operand[op] and not _is_halo(op, d):
-                        foot[:, s, op] *= t
-                        e = _storage_index(op, d)
-                        sizes = tensor_sizes(problem, op)
-                        for b in _precisions(op, prec):
-                            every, partial = plain_bursts(length, sizes[e], tiles[:, j], no,
-                                                          layout_steps[op][e] * b, burst)
-                            feats.extend([every, partial])
-                        feats.append((no | (n == 1)) & (length == sizes[e]))
-            if problem.has_operand[Operand.INPUT] and dims in ((Dim.P, Dim.R), (Dim.Q, Dim.S)):
-                axis = 0 if dims[0] is Dim.P else 1
-                e = 3 + axis
-                size = tensor_sizes(problem, Operand.INPUT)[e]
-                table = halo_table(core.length[dims[0]], problem.input_window_start(axis, core.offset[dims[0]]),
-                                   size, problem.stride[axis], problem.dilation[axis], int(problem.dims[dims[1]]))
-                idx = (np.minimum(tiles[:, 0], core.length[dims[0]]) - 1,
-                       np.minimum(tiles[:, 1], int(problem.dims[dims[1]])) - 1, no.astype(np.int64),
-                       no.astype(np.int64))
-                foot[:, s, Operand.INPUT] *= table.max_ext[idx]
-                feats.extend([table.sum_ext[idx], table.nfull[idx]])
-                every, partial = table.bursts(layout_steps[Operand.INPUT][e] * prec.input, burst)
-                feats.extend([every[idx], partial[idx]])
-            feats.extend(np.broadcast_to(f, (m,)) for f in _compute_features(problem, dims, ext, unroll_values))
-        if not feats:
-            feats.append(tiles[:, 0])
-        cost_feats = np.stack([np.asarray(f, dtype=np.int64) for f in feats] +
-                              [np.asarray(c, dtype=np.int64) for c in classes], axis=1)
+            block_key = (dims, lengths, places[s], unrolls)
+            block = blocks.get(block_key)
+            if block is None:
+                block = _shape_block(problem, dims, tiles, core, unroll_values)
+                if cache is not None:
+                    blocks[block_key] = block
+            parts.append(block)
+        feats = [b.features for b in parts if len(b.features)]
+        cost_feats = np.concatenate(feats + [b.classes for b in parts] if feats else
+                                    [tiles[:, :1].T] + [b.classes for b in parts], axis=0).T
+        foot = np.stack([b.footprint for b in parts], axis=1)
         fp_flat = foot.reshape(m, -1)
         keep = _pareto(np.concatenate([cost_feats, fp_flat], axis=1), np.zeros((m, 1), dtype=np.int64))
-        groups.append(TileGroup(dims, tiles[keep], foot[keep], _dominator_table(cost_feats[keep], fp_flat[keep])))
+        groups.append(TileGroup(dims, tiles[keep], foot[keep],
+                                _dominator_table(np.ascontiguousarray(cost_feats[keep]), fp_flat[keep])))
         if cache is not None:
             cache[key] = groups[-1]
     return groups
+
+
+@dataclass
+class _ShapeBlock:
+    """One core shape's part of a tile group's candidates (tile sizes 1 .. the longest slice)."""
+
+    features: np.ndarray  # (f, m) cost quantities of every candidate on this shape
+    classes: np.ndarray  # (len(dims), m) trip counts of the group's dims
+    footprint: np.ndarray  # (m, 3) factor of each operand's on-chip box (elements)
+
+
+def _shape_block(problem: Problem, dims: tuple[Dim, ...], tiles: np.ndarray, core: CoreSlice,
+                 unroll_values: dict[Dim, list[int]]) -> _ShapeBlock:
+    """The cost quantities, trip counts and footprint factors of the candidates ``tiles`` ((m, len(dims)))
+    of a dimension group on the core shape ``core``."""
+    prec = problem.precision
+    burst = problem.arch.dram.burst_bytes
+    m = len(tiles)
+    feats: list[np.ndarray] = []
+    classes: list[np.ndarray] = []
+    foot = np.ones((m, 3), dtype=np.int64)
+    no = np.zeros(m, dtype=bool)
+    ext: dict[Dim, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for j, d in enumerate(dims):
+        length = core.length[d]
+        t = np.minimum(tiles[:, j], length)
+        n = -(-length // t)
+        classes.append(n)
+        ext[d] = [(t, n - 1), (length - (n - 1) * t, np.ones_like(n))]
+        for op in OPERANDS:
+            if d in RELEVANT[op] and problem.has_operand[op] and not _is_halo(op, d):
+                foot[:, op] *= t
+                e = _storage_index(op, d)
+                size = tensor_sizes(problem, op)[e]
+                for b in _precisions(op, prec):
+                    every, partial = plain_bursts(length, size, tiles[:, j], no, _step_bytes(problem, op)[e] * b, burst)
+                    feats.extend([every, partial])
+                feats.append((no | (n == 1)) & (length == size))
+    if problem.has_operand[Operand.INPUT] and dims in ((Dim.P, Dim.R), (Dim.Q, Dim.S)):
+        axis = 0 if dims[0] is Dim.P else 1
+        e = 3 + axis
+        size = tensor_sizes(problem, Operand.INPUT)[e]
+        table = halo_table(core.length[dims[0]], problem.input_window_start(axis, core.offset[dims[0]]),
+                           size, problem.stride[axis], problem.dilation[axis], int(problem.dims[dims[1]]))
+        idx = (np.minimum(tiles[:, 0], core.length[dims[0]]) - 1,
+               np.minimum(tiles[:, 1], int(problem.dims[dims[1]])) - 1, no.astype(np.int64), no.astype(np.int64))
+        foot[:, Operand.INPUT] *= table.max_ext[idx]
+        feats.extend([table.sum_ext[idx], table.nfull[idx]])
+        every, partial = table.bursts(_step_bytes(problem, Operand.INPUT)[e] * prec.input, burst)
+        feats.extend([every[idx], partial[idx]])
+    feats.extend(np.broadcast_to(f, (m,)) for f in _compute_features(problem, dims, ext, unroll_values))
+    features = np.stack([np.asarray(f, dtype=np.int64) for f in feats]) if feats else np.zeros((0, m), dtype=np.int64)
+    return _ShapeBlock(features, np.stack(classes).astype(np.int64), foot)
 
 
 def _dominators(cost: np.ndarray, fp: np.ndarray, *, compiled: bool | None = None) -> list[np.ndarray]:
