@@ -49,40 +49,54 @@ MIN_FRONT = 2_000
 MIN_DOMINATORS = 64
 
 
-def _fits_coef(amat: np.ndarray, foot: np.ndarray, row: int, cap: np.ndarray) -> bool:
+def _fits_coef(amat: np.ndarray, foot: np.ndarray, row: int, cap: np.ndarray, ops: np.ndarray) -> bool:
     """Whether ``sum_op amat[m, s, op] * foot[row, s, op] <= cap[m]`` on every memory ``m`` and shape ``s``
-    (``amat``: bytes per element times the footprint factors of the groups already chosen)."""
+    (``amat``: bytes per element times the footprint factors of the groups already chosen; ``ops[m]``
+    the operands held in memory ``m``, -1 padded)."""
     for m in range(amat.shape[0]):
+        if ops[m, 0] < 0:
+            continue
         for s in range(amat.shape[1]):
             need = 0
-            for op in range(3):
+            for k in range(3):
+                op = ops[m, k]
+                if op < 0:
+                    break
                 need += amat[m, s, op] * foot[row, s, op]
             if need > cap[m]:
                 return False
     return True
 
 
-def _box_fits(coef: np.ndarray, box: np.ndarray, cap: np.ndarray) -> bool:
+def _box_fits(coef: np.ndarray, box: np.ndarray, cap: np.ndarray, ops: np.ndarray) -> bool:
     """Whether ``box`` ((shapes, 3) elements) fits every memory on every shape (``coef``: (memories, 3)
-    bytes per element of each operand held in each memory)."""
+    bytes per element of each operand held in each memory; ``ops`` as in :func:`_fits_coef`)."""
     for m in range(coef.shape[0]):
+        if ops[m, 0] < 0:
+            continue
         for s in range(box.shape[0]):
             need = 0
-            for op in range(3):
+            for k in range(3):
+                op = ops[m, k]
+                if op < 0:
+                    break
                 need += coef[m, op] * box[s, op]
             if need > cap[m]:
                 return False
     return True
 
 
-def _first_misfit(amat: np.ndarray, foot: np.ndarray, first: int, end: int, cap: np.ndarray) -> int:
+def _first_misfit(amat: np.ndarray, foot: np.ndarray, first: int, end: int, cap: np.ndarray, ops: np.ndarray) -> int:
     """The first row in ``first .. end - 1`` of ``foot`` that does not fit under ``amat`` (``end`` if all
-    do), by bisection: the rows' footprints never shrink, so the rows that fit are a prefix."""
-    a = first
+    do), by bisection: the rows' footprints never shrink, so the rows that fit are a prefix. The first
+    row is tried first (often nothing fits)."""
+    if first >= end or not _fits_coef(amat, foot, first, cap, ops):
+        return first
+    a = first + 1
     b = end
     while a < b:
         mid = (a + b) // 2
-        if _fits_coef(amat, foot, mid, cap):
+        if _fits_coef(amat, foot, mid, cap, ops):
             a = mid + 1
         else:
             b = mid
@@ -99,13 +113,13 @@ def _swap_coef(amat: np.ndarray, coef: np.ndarray, part: np.ndarray, foot: np.nd
 
 
 def _zero_swap_fits(coef: np.ndarray, part: np.ndarray, foot: np.ndarray, row: int, alt: int, cap: np.ndarray,
-                    tmp: np.ndarray) -> bool:
+                    ops: np.ndarray, tmp: np.ndarray) -> bool:
     """Whether candidate ``alt`` fits in place of ``row`` in the box ``part * foot[row]``, computed as
     ``box // max(foot[row], 1) * foot[alt]`` (a zero factor of ``row`` keeps its component zero)."""
     for s in range(part.shape[0]):
         for op in range(3):
             tmp[s, op] = part[s, op] * foot[row, s, op] // max(foot[row, s, op], 1) * foot[alt, s, op]
-    return _box_fits(coef, tmp, cap)
+    return _box_fits(coef, tmp, cap, ops)
 
 
 def _emit(out: np.ndarray, count: int, cur: np.ndarray, real: np.ndarray, n: int, last: int,
@@ -137,9 +151,14 @@ def walk(foot: np.ndarray, starts: np.ndarray, doms: np.ndarray, weights: np.nda
     shapes = foot.shape[1]
     n_mem = cap.shape[0]
     coef = np.zeros((n_mem, 3), dtype=np.int64)  # bytes per element of each operand in each memory
+    ops = np.full((n_mem, 3), -1, dtype=np.int64)  # the operands each memory holds
     for op in range(3):
         if has[op]:
             coef[mem_of[op], op] = weights[op]
+            k = 0
+            while ops[mem_of[op], k] >= 0:
+                k += 1
+            ops[mem_of[op], k] = op
     amat = np.empty((n_mem, shapes, 3), dtype=np.int64)
     out = np.empty((1024, n_all), dtype=np.int64)
     # Groups of one candidate: always chosen, their footprints folded into the root product.
@@ -156,7 +175,7 @@ def walk(foot: np.ndarray, starts: np.ndarray, doms: np.ndarray, weights: np.nda
                     root[s, op] *= foot[starts[g], s, op]
     if n == 0:  # one combination: it only has to fit (a single candidate has no dominator)
         count = 0
-        if _box_fits(coef, root, cap):
+        if _box_fits(coef, root, cap, ops):
             for g in range(n_all):
                 out[0, g] = 0
             count = 1
@@ -226,7 +245,7 @@ def walk(foot: np.ndarray, starts: np.ndarray, doms: np.ndarray, weights: np.nda
                     for op in range(3):
                         amat[m, s, op] = coef[m, op] * P[s, op]
             if last_mono:
-                end = _first_misfit(amat, foot, first, first + size_last, cap) - first
+                end = _first_misfit(amat, foot, first, first + size_last, cap, ops) - first
                 begin = 0  # candidates before ``begin`` leave room for a chosen candidate's dominator
                 for i in range(n - 1):
                     row = starts[real[i]] + cur[i]
@@ -235,7 +254,7 @@ def walk(foot: np.ndarray, starts: np.ndarray, doms: np.ndarray, weights: np.nda
                         if alt < 0 or begin >= end:
                             break
                         _swap_coef(amat, coef, P, foot, row, starts[real[i]] + alt)
-                        begin = _first_misfit(amat, foot, first + begin, first + end, cap) - first
+                        begin = _first_misfit(amat, foot, first + begin, first + end, cap, ops) - first
                 for c in range(begin, end):
                     dominated = False
                     for k in range(doms.shape[1]):
@@ -243,7 +262,7 @@ def walk(foot: np.ndarray, starts: np.ndarray, doms: np.ndarray, weights: np.nda
                         if alt < 0:
                             break
                         if zero[c]:
-                            dominated = _zero_swap_fits(coef, P, foot, first + c, first + alt, cap, tmp)
+                            dominated = _zero_swap_fits(coef, P, foot, first + c, first + alt, cap, ops, tmp)
                         else:
                             dominated = alt < end
                         if dominated:
@@ -254,7 +273,7 @@ def walk(foot: np.ndarray, starts: np.ndarray, doms: np.ndarray, weights: np.nda
                 level -= 1
                 continue
             for c in range(size_last):
-                fits[c] = _fits_coef(amat, foot, first + c, cap)
+                fits[c] = _fits_coef(amat, foot, first + c, cap, ops)
                 kill[c] = not fits[c]
             for c in range(size_last):
                 if not fits[c]:
@@ -264,7 +283,7 @@ def walk(foot: np.ndarray, starts: np.ndarray, doms: np.ndarray, weights: np.nda
                     if alt < 0:
                         break
                     if zero[c]:
-                        hit = _zero_swap_fits(coef, P, foot, first + c, first + alt, cap, tmp)
+                        hit = _zero_swap_fits(coef, P, foot, first + c, first + alt, cap, ops, tmp)
                     else:
                         hit = fits[alt]
                     if hit:
@@ -278,7 +297,7 @@ def walk(foot: np.ndarray, starts: np.ndarray, doms: np.ndarray, weights: np.nda
                         break
                     _swap_coef(amat, coef, P, foot, row, starts[real[i]] + alt)
                     for c in range(size_last):
-                        if not kill[c] and _fits_coef(amat, foot, first + c, cap):
+                        if not kill[c] and _fits_coef(amat, foot, first + c, cap, ops):
                             kill[c] = True
             for c in range(size_last):
                 if not kill[c]:
@@ -297,7 +316,7 @@ def walk(foot: np.ndarray, starts: np.ndarray, doms: np.ndarray, weights: np.nda
             for op in range(3):
                 part[level + 1, s, op] = part[level, s, op] * foot[row, s, op]
                 tmp[s, op] = part[level + 1, s, op] * lo[level + 1, s, op]
-        if not _box_fits(coef, tmp, cap):
+        if not _box_fits(coef, tmp, cap, ops):
             continue  # overflows even with the smallest candidates still to come
         # A chosen candidate's dominator that fits even with the largest candidates still to come.
         dominated = False
@@ -311,7 +330,7 @@ def walk(foot: np.ndarray, starts: np.ndarray, doms: np.ndarray, weights: np.nda
                     for op in range(3):
                         tmp[s, op] = part[level + 1, s, op] // max(foot[ri, s, op], 1) * hi[level + 1, s, op] * \
                             foot[starts[real[i]] + alt, s, op]
-                if _box_fits(coef, tmp, cap):
+                if _box_fits(coef, tmp, cap, ops):
                     dominated = True
                     break
             if dominated:
