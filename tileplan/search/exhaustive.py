@@ -258,8 +258,10 @@ class SplitBounds:
     compute: np.ndarray  # (splits,) min_compute_cycles
     group_bytes: np.ndarray  # (splits, 4) compulsory bytes of input, weight, output, psums over multicast groups
     weighted: np.ndarray | None  # (splits, 4) those bytes weighted by DRAM cycles per byte (None: no burst latency)
-    runs: np.ndarray  # (splits,) :func:`split_runs_bound` (``run`` when there is no burst latency)
+    runs: np.ndarray  # (splits,) ``run`` with the bursts of :func:`burst_rates_table` (``run`` without burst latency)
     weighted_runs: np.ndarray | None  # (splits, 4) the bytes weighted by :func:`burst_rates_table`'s rates
+    dram: np.ndarray  # (splits,) DRAM bytes no mapping of the split moves less than (compulsory, once)
+    dram_cycles: np.ndarray  # (splits,) DRAM cycles no mapping of the split takes less than
 
     @classmethod
     def of(cls, problem: Problem, table: SplitTable, objective: Objective) -> SplitBounds:
@@ -309,12 +311,30 @@ class SplitBounds:
         run = _combine(problem, objective, compute.astype(np.float64), dram, dram_cycles)
         runs_bound = run
         weighted_runs: np.ndarray | None = None
+        cycles = dram_cycles
         if weighted is not None:
             weighted_runs = group_bytes * (1 / bw + lat * burst_rates_table(problem, table))
             weighted_runs[:, 0] = np.maximum(weighted_runs[:, 0], weighted[:, 0])  # the input lines, if larger
             cycles = (weighted_runs[:, 0] + weighted_runs[:, 1] + weighted_runs[:, 2]) * (1 - _ROUNDING_MARGIN)
             runs_bound = _combine(problem, objective, compute.astype(np.float64), dram, cycles)
-        return cls(problem, table, objective, lower, run, compute, group_bytes, weighted, runs_bound, weighted_runs)
+        return cls(problem, table, objective, lower, run, compute, group_bytes, weighted, runs_bound, weighted_runs,
+                   dram, np.maximum(dram_cycles, cycles))
+
+    def row_bounds(self, i: int, compute: np.ndarray) -> np.ndarray | None:
+        """(n,) values no mapping of split ``i`` with tile vectors of compute cycles ``compute`` (the
+        slowest core's, ``cost.model.compute_cycles`` at the chosen unrolling) can beat: its latency is
+        at least those cycles with the split's least DRAM cycles (added, or the larger when transfers
+        overlap compute), its energy and DRAM bytes at least the split's. None when the objective does
+        not read latency (energy, DRAM bytes: nothing to tell the tile vectors apart)."""
+        if self.objective in (Objective.ENERGY, Objective.DRAM):
+            return None
+        problem = self.problem
+        arch = problem.arch
+        latency = np.maximum(compute, self.dram_cycles[i]) if arch.overlap else compute + self.dram_cycles[i]
+        energy = problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
+            self.dram[i] * arch.dram.energy_pj_per_byte
+        return np.asarray(self.objective.combine(latency, energy, self.dram[i]), dtype=np.float64) * \
+            (1 - _ROUNDING_MARGIN)
 
     def tight(self, i: int, orders: np.ndarray) -> float:
         """:func:`split_tight_bound` of split ``i``."""
@@ -350,6 +370,38 @@ def _combine(problem: Problem, objective: Objective, compute: np.ndarray, dram: 
     energy = problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
         dram * arch.dram.energy_pj_per_byte
     return np.asarray(objective.combine(latency, energy, dram), dtype=np.float64)
+
+
+def row_compute_bound(problem: Problem, length: np.ndarray | tuple[int, ...], tiles: np.ndarray,
+                      unroll: np.ndarray) -> np.ndarray:
+    """(n,) compute cycles that no split whose longest slices are ``length`` can beat with the tile
+    vectors ``tiles`` and unrolling ``unroll`` ((n, 8) each): ``cost.kernel.compute_cycles`` of its
+    largest core (the slowest: a cycle count never shrinks as a slice grows), with each flattened
+    axis's steps, a sum over tile positions of ``ceil(points / lanes)``, taken at least the number of
+    positions and at least ``ceil(points of the slice / lanes)``. The other factors are the kernel's,
+    multiplied in its order, so rounding keeps the bound below it."""
+    L = np.asarray(length, dtype=np.int64)
+    t = np.minimum(tiles, L)
+    n = -(-L // t)
+    flat: set[int] = set()
+    for dims, _ in problem.flattened_axes:
+        flat |= {int(d) for d in dims}
+    total = np.full(len(t), 1.0 * problem.op_factor)
+    for d in DIMS:
+        if int(d) in flat:
+            continue
+        u = unroll[:, d]
+        spatial = (n[:, d] - 1) * -(-t[:, d] // u) + -(-(L[d] - (n[:, d] - 1) * t[:, d]) // u)
+        total = total * np.where(u > 1, spatial, L[d])
+    for dims, lanes in problem.flattened_axes:
+        positions = np.ones(len(t), dtype=np.int64)
+        points = 1
+        for d in dims:
+            positions = positions * n[:, d]
+            points *= int(L[d])
+        total = total * np.maximum(positions, -(-points // lanes))
+    out: np.ndarray = np.ceil(total / problem.arch.pe_array.macs_per_pe_per_cycle)
+    return out
 
 
 def min_compute_cycles_table(problem: Problem, table: SplitTable) -> np.ndarray:
@@ -636,6 +688,40 @@ def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
                                                         orders=orders)])
 
 
+#: The tile vectors of a chunk with the least bounds, evaluated first for a value to prune the rest
+#: with: this fraction of the chunk, at least ``FIRST_WAVE_MIN`` of them.
+FIRST_WAVE = 1 / 8
+FIRST_WAVE_MIN = 256
+
+
+def _order_keys(problem: Problem, objective: Objective, orders: np.ndarray, batch: MappingBatch,
+                lows: np.ndarray | None, limit: float) -> tuple[np.ndarray, int]:
+    """(n, orders) objective of every mapping of ``batch`` under every loop order (``evaluate_orders``)
+    where it may matter, ``inf`` elsewhere; and how many values were computed.
+
+    With per-mapping bounds ``lows``, a mapping is evaluated only while its bound is at most ``limit``
+    (a value found) and the least value found in the chunk so far: the mappings of the least bounds
+    first, then the others. A mapping left out has every value above one found, so the least value
+    of the chunk, and every mapping and order reaching it, are exactly those of evaluating them all.
+    """
+    if lows is None:
+        keys = evaluate_orders(problem, batch, orders, objective.value)
+        return keys, int(keys.size)
+    keys = np.full((len(batch), len(orders)), np.inf)
+    ranked = np.argsort(lows, kind="stable")
+    split_at = max(FIRST_WAVE_MIN, int(len(batch) * FIRST_WAVE))
+    count = 0
+    for wave in (ranked[:split_at], ranked[split_at:]):
+        wave = np.sort(wave[lows[wave] <= limit])
+        if not len(wave):
+            continue
+        values = evaluate_orders(problem, batch.take(wave), orders, objective.value)
+        keys[wave] = values
+        count += int(values.size)
+        limit = min(limit, float(values.min()))
+    return keys, count
+
+
 def merge_split_searches(problem: Problem, parts: list[SplitSearch]) -> SearchResult:
     """The exhaustive result of a layer from the searches of all its splits (cut into parts that
     may have run in different processes): the least key, then the earliest split."""
@@ -711,13 +797,16 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
         for start in range(0, len(tiles), chunk):
             t = tiles[start:start + chunk]
             n = len(t)
-            unroll = best_unroll(problem, grid, t, uopts, tables=split_tables(problem, *splits[s]))
+            tables = split_tables(problem, *splits[s])
+            unroll = best_unroll(problem, grid, t, uopts, tables=tables)
             batch = MappingBatch(t, np.broadcast_to(orders[0], (n, NDIMS)).copy(),
                                  np.zeros((n, 3, NDIMS), dtype=bool), unroll,
                                  np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy(),
                                  splits[s][0], splits[s][1])
-            keys = evaluate_orders(problem, batch, orders, objective.value)
-            evaluated += keys.size
+            lows = split_bounds.row_bounds(s, row_compute_bound(problem, table.max_length[s], t, unroll))
+            limit = min(best_key[0] if best_key is not None else np.inf, shared.get() if shared is not None else np.inf)
+            keys, count = _order_keys(problem, objective, orders, batch, lows, limit)
+            evaluated += count
             low = float(keys.min())
             if not np.isfinite(low) or (best_key is not None and low > best_key[0]) or (
                     shared is not None and low > shared.get()):
