@@ -680,7 +680,10 @@ def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
     """Minimise ``objective`` over every core split, tile size, loop order and spatial unrolling.
 
     Splits are visited in order of a lower bound and skipped once the bound cannot beat the best
-    found; within a split, the reductions of ``search.space`` apply. Deterministic. ``orders``
+    found (the bounds of every split at once: :class:`SplitBounds`); within a split, the reductions
+    of ``search.space`` apply, and the tile vectors whose own bound (:meth:`SplitBounds.row_bounds`)
+    exceeds a value found are not costed. Deterministic: a bound beyond the first three only skips
+    what cannot even tie, so the choice is the one of costing everything. ``orders``
     ((m, 8) loop orders, outermost first) restricts the loop orders (a paper's fixed dataflows);
     by default every reuse class (``space.class_orders``).
     """
