@@ -24,7 +24,7 @@ even with the largest still to come (both imply the exact conditions fail for ev
 and tests the last group's candidates whole. Groups of one candidate are folded into the product
 up front. When the last group's footprints never shrink along its candidates (a single dimension:
 tile sizes ascending), the candidates that fit form a prefix and so do those that a chosen
-candidate's dominator kills: two binary searches per coefficient vector bound the survivors. So the
+candidate's dominator kills: one bisection per coefficient vector bounds the survivors. So the
 last group is the largest such group when there is one, and the result is sorted back to the
 lexicographic order of the picks afterwards (``space._compiled_rows``): the same set in the same
 order as the vectorised, breadth-first form. numba compiles the loops lazily (only for big
