@@ -45,8 +45,10 @@ import numpy as np
 MIN_PRODUCT = 50_000
 #: Pareto fronts of at least this many candidates take the compiled loop (the same rule).
 MIN_FRONT = 2_000
-#: Groups of at least this many candidates take the compiled dominator loop (the same rule).
-MIN_DOMINATORS = 64
+#: Groups of at least this many candidates take the compiled dominator loop (the same rule). Compiling
+#: it costs ~7 s once; the numpy form takes ~0.2 s at 1024 candidates and grows as the square, so a
+#: new install planning small networks (LeNet-5's groups are a few hundred) never waits for it.
+MIN_DOMINATORS = 1024
 
 
 def _fits_coef(amat: np.ndarray, foot: np.ndarray, row: int, cap: np.ndarray, ops: np.ndarray) -> bool:
