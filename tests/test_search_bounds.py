@@ -15,12 +15,15 @@ from hypothesis import strategies as st
 from tileplan.arch import load
 from tileplan.cost.batch import MappingBatch
 from tileplan.cost.model import evaluate
-from tileplan.cost.problem import Problem
-from tileplan.dims import NDIMS
+from tileplan.cost.problem import Problem, SplitTable
+from tileplan.dims import NDIMS, Operand
 from tileplan.search import exhaustive
 from tileplan.search.exhaustive import (
+    SplitBounds,
+    burst_rates_table,
     input_line_cycles,
     longest_runs,
+    longest_runs_table,
     min_compute_cycles,
     split_lower_bound,
     split_run_bound,
@@ -67,7 +70,9 @@ def test_split_bounds_below_the_split_optimum_on_nmp_like_machines(problem: Prob
     """lower <= run <= tight <= the split's optimum, for every split and objective (a flattened axis:
     the unrolling does not matter, so plain loop orders over every tile vector are the whole space)."""
     orders = class_orders()
-    for cl, co in split_options(problem):
+    splits = split_options(problem)
+    table = SplitTable.of(problem, splits)
+    for i, (cl, co) in enumerate(splits):
         best = split_best(problem, cl, co, orders)
         split = problem.split_slices(cl, co)
         for obj, value in best.items():
@@ -78,6 +83,62 @@ def test_split_bounds_below_the_split_optimum_on_nmp_like_machines(problem: Prob
             assert split_lower_bound(problem, split, obj) <= run * (1 + 1e-12)
             assert run <= tight * (1 + 1e-12)
             assert tight <= value * (1 + 1e-12)
+            bounds = SplitBounds.of(problem, table, obj)
+            assert run <= bounds.runs[i] * (1 + 1e-12)
+            assert bounds.runs[i] <= bounds.tight_runs(i, orders) * (1 + 1e-12)
+            assert tight <= bounds.tight_runs(i, orders) * (1 + 1e-12)
+            assert bounds.tight_runs(i, orders) <= value * (1 + 1e-12)
+
+
+@st.composite
+def burst_case(draw):
+    """Small layers whose rows rarely fill a burst: odd widths, 1-4 byte elements, bursts of 4-64 B,
+    up to 4 clusters x 3 cores."""
+    r = draw(st.integers(1, 3))
+    prec = draw(st.sampled_from([Precision.uniform(1), Precision.uniform(2), Precision(1, 1, 1, 4),
+                                 Precision.uniform(4)]))
+    layer = Layer.conv("b", c_in=draw(st.integers(1, 3)), h=draw(st.integers(r, 7)), w=draw(st.integers(r, 7)),
+                       k_out=draw(st.integers(1, 3)), r=r, pad=draw(st.integers(0, 1)),
+                       stride=draw(st.integers(1, 2)), precision=prec)
+    arch = toy_arch(sizes=(draw(st.integers(8, 200)), draw(st.integers(4, 100)), draw(st.integers(8, 200))),
+                    burst=draw(st.sampled_from([4, 8, 16, 32, 64])), clusters=draw(st.integers(1, 4)),
+                    cores=draw(st.integers(1, 3)), multicast=draw(st.booleans()),
+                    axes=[{**FLAT[0], "size": draw(st.integers(2, 5))}])
+    return Problem(layer, arch)
+
+
+@settings(max_examples=15, deadline=None)
+@given(burst_case())
+def test_burst_rates_below_every_sweep(problem: Problem) -> None:
+    """No tiling of a split moves an operand in fewer bursts than ``burst_rates_table``'s rate times its
+    bytes (every core shape, every tile vector: the kernel's bursts per operand and sweep), and the
+    rate is never below the longest-run rate 1 / min(B, R)."""
+    from tileplan.cost import kernel
+    from tileplan.cost.model import sweep
+
+    splits = split_options(problem)
+    table = SplitTable.of(problem, splits)
+    rates = burst_rates_table(problem, table)
+    runs = longest_runs_table(problem, table)
+    prec = problem.precision
+    b = [prec.input, prec.weight, prec.output, prec.psum]
+    burst = problem.arch.dram.burst_bytes
+    elems = [table.group_elements(problem, Operand(op)) for op in (0, 1, 2, 2)]
+    for i, (cl, co) in enumerate(splits):
+        for col, op in enumerate((0, 1, 2, 2)):
+            if problem.has_operand[op] and elems[col][i] > 0:  # (a window in the padding reads nothing)
+                assert rates[i, col] * (1 + 1e-12) >= 1 / min(burst, runs[i, op] * b[col])
+        grid = problem.core_grid(cl, co)
+        tiles = np.array(list(product(*[range(1, n + 1) for n in grid.max_length])), dtype=np.int64)
+        n = len(tiles)
+        batch = MappingBatch(tiles, np.tile(np.arange(NDIMS), (n, 1)), np.zeros((n, 3, NDIMS), dtype=bool),
+                             np.ones((n, NDIMS), dtype=np.int64), np.tile(MappingBatch.default_layout_codes(), (n, 1)),
+                             cl, co)
+        pi = sweep(problem, batch).pi  # (shapes, fields, tile vectors): bytes and bursts of one sweep
+        fields = [(kernel.F_SWEEP, kernel.F_BURSTS), (kernel.F_SWEEP + 1, kernel.F_BURSTS + 1),
+                  (kernel.F_SWEEP + 2, kernel.F_BURSTS + 2), (kernel.F_PSUM, kernel.F_PSUM_BURSTS)]
+        for col, (moved, bursts) in enumerate(fields):
+            assert np.all(pi[:, bursts] >= rates[i, col] * pi[:, moved] * (1 - 1e-12))
 
 
 NMP_CASES = [
@@ -135,3 +196,107 @@ def test_input_lines_of_a_stride_2_layer() -> None:
     # A 3x3 stride-1 layer whose unsplit windows cover whole rows: runs may go on into the next row.
     wide = Problem(Layer.conv("c", c_in=8, h=14, w=14, k_out=8, r=3, pad=1), load("nmp"))
     assert input_line_cycles(wide, wide.split_slices((1,) * 8, (1,) * 8)) is None
+
+
+@settings(max_examples=12, deadline=None)
+@given(burst_case(), st.sampled_from([Objective.LATENCY, Objective.ENERGY, Objective.EDP, Objective.DRAM]))
+def test_burst_rate_bounds_change_no_choice(problem: Problem, objective: Objective) -> None:
+    """The burst-rate bounds only skip splits whose bound exceeds a value found, so the search picks
+    the very mapping it picks without them (and searches no more splits)."""
+    import importlib
+
+    module = importlib.import_module("tileplan.search.exhaustive")
+    from tileplan.errors import InfeasibleError
+
+    try:
+        with_rates = module.search_splits(problem, objective)
+    except InfeasibleError:
+        return
+    real = module.burst_rates_table
+    module.burst_rates_table = lambda p, t: np.zeros((len(t), 4))  # the longest-run rates only
+    try:
+        without = module.search_splits(problem, objective)
+    finally:
+        module.burst_rates_table = real
+    assert with_rates.best is not None and without.best is not None
+    assert with_rates.best[0] == without.best[0] and with_rates.key == without.key
+    assert with_rates.rank == without.rank and with_rates.searched <= without.searched
+
+
+@st.composite
+def row_case(draw):
+    """Small layers on machines with unrolled or flattened PE axes, one to four cores, overlapping or not."""
+    r = draw(st.integers(1, 3))
+    layer = Layer.conv("r", c_in=draw(st.integers(1, 4)), h=draw(st.integers(r, 6)), w=draw(st.integers(r, 6)),
+                       k_out=draw(st.integers(1, 4)), r=r, pad=draw(st.integers(0, 1)),
+                       stride=draw(st.integers(1, 2)), precision=Precision.uniform(draw(st.sampled_from([1, 2]))))
+    if draw(st.booleans()):
+        axes = [{**FLAT[0], "size": draw(st.integers(2, 5))}]
+    else:
+        axes = [{"name": "x", "size": draw(st.integers(2, 4)), "dims": ["K", "P", "C"], "max_dims": 1},
+                {"name": "y", "size": draw(st.integers(2, 3)), "dims": ["Q", "S", "K"], "max_dims": 2}]
+    arch = toy_arch(sizes=(draw(st.integers(16, 200)), draw(st.integers(8, 100)), draw(st.integers(16, 200))),
+                    burst=draw(st.sampled_from([4, 8, 16])), clusters=draw(st.integers(1, 2)),
+                    cores=draw(st.integers(1, 2)), overlap=draw(st.booleans()), axes=axes)
+    return Problem(layer, arch)
+
+
+@settings(max_examples=15, deadline=None)
+@given(row_case())
+def test_row_bounds_below_every_mapping(problem: Problem) -> None:
+    """``row_compute_bound`` is at most the model's compute cycles of every tile vector and unrolling,
+    and ``SplitBounds.row_bounds`` at most every objective of every loop order, on every split."""
+    from tileplan.cost.model import compute_cycles, split_tables
+    from tileplan.search.exhaustive import row_compute_bound
+    from tileplan.search.space import spatial_options
+
+    splits = split_options(problem)
+    table = SplitTable.of(problem, splits)
+    orders = class_orders()
+    for i, (cl, co) in enumerate(splits):
+        grid = problem.core_grid(cl, co)
+        tiles = np.array(list(product(*[range(1, n + 1) for n in grid.max_length])), dtype=np.int64)
+        for u in spatial_options(problem, grid.max_length):
+            unroll = np.broadcast_to(u, tiles.shape)
+            bound = row_compute_bound(problem, table.max_length[i], tiles, unroll)
+            assert np.all(bound <= compute_cycles(split_tables(problem, cl, co), tiles, unroll))
+            n = len(tiles) * len(orders)
+            batch = MappingBatch(np.repeat(tiles, len(orders), axis=0), np.tile(orders, (len(tiles), 1)),
+                                 np.zeros((n, 3, NDIMS), dtype=bool), np.repeat(unroll, len(orders), axis=0),
+                                 np.tile(MappingBatch.default_layout_codes(), (n, 1)), cl, co)
+            costs = evaluate(problem, batch)
+            for obj in Objective:
+                rows = SplitBounds.of(problem, table, obj).row_bounds(i, np.repeat(bound, len(orders)))
+                if rows is not None:
+                    value = obj.key(costs)
+                    assert np.all(rows <= value * (1 + 1e-12))
+
+
+@settings(max_examples=30, deadline=None)
+@given(row_case(), st.sampled_from(list(Objective)), st.sampled_from([3, 50, 1 << 16]))
+def test_row_pruning_changes_no_choice(problem: Problem, objective: Objective, chunk: int) -> None:
+    """Evaluating the tile vectors of least bounds first and skipping those whose bound exceeds a value
+    found picks the very mapping (and tie) that evaluating every one picks, whatever the chunk size."""
+    import importlib
+
+    module = importlib.import_module("tileplan.search.exhaustive")
+    from tileplan.errors import InfeasibleError
+
+    first = module.FIRST_WAVE_MIN
+    module.FIRST_WAVE_MIN = 1  # small chunks too: a first wave, then the rest pruned
+    try:
+        pruned = module.search_splits(problem, objective, chunk=chunk)
+    except InfeasibleError:
+        return
+    finally:
+        module.FIRST_WAVE_MIN = first
+    real = module.SplitBounds.row_bounds
+    module.SplitBounds.row_bounds = lambda self, i, compute: None
+    try:
+        whole = module.search_splits(problem, objective, chunk=chunk)
+    finally:
+        module.SplitBounds.row_bounds = real
+    assert (pruned.best is None) == (whole.best is None)
+    if whole.best is not None and pruned.best is not None:
+        assert pruned.best[0] == whole.best[0] and pruned.key == whole.key and pruned.rank == whole.rank
+    assert pruned.evaluated <= whole.evaluated

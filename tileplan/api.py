@@ -244,8 +244,12 @@ def streaming_copy(layer: Layer, arch: Arch) -> LayerCost:
 
 
 #: A layer with at least this many core splits has its exhaustive search cut into parts that run
-#: in parallel (when there is more than one job), sharing the best value found so far.
+#: in parallel (when there is more than one job and few layers), sharing the best value found so far.
 SPLIT_PARTS_MIN_SPLITS = 8
+#: With at least this many distinct layers per job, layers are searched whole, costliest first: parts
+#: of one layer would each repeat its per-layer work (the bounds of every split, tile groups) and prune
+#: with less knowledge, and there are enough layers to keep every job busy.
+WHOLE_LAYERS_PER_JOB = 4
 
 _Item = tuple[Layer, Arch, str, Objective, int, int, str, dict[str, Any] | None, tuple[int, int] | None,
               SharedBest | None]
@@ -259,12 +263,25 @@ def _plan_one(args: _Item) -> LayerPlan | SplitSearch:
     return search_splits(Problem(layer, arch), obj, part=part, shared=shared)
 
 
-def _parts(layer: Layer, arch: Arch, strategy: str, workers: int, dram_model: str) -> int:
-    """Into how many parallel parts a layer's search is cut (1: searched whole)."""
+def _parts(layer: Layer, arch: Arch, strategy: str, workers: int, dram_model: str, layers: int = 1) -> int:
+    """Into how many parallel parts a layer's search is cut (1: searched whole), ``layers`` being
+    searched in all."""
     if workers <= 1 or strategy != "exhaustive" or DramModel.parse(dram_model) is not DramModel.BURST or \
-            _trivial_plan(layer, arch, strategy) is not None:
+            layers >= WHOLE_LAYERS_PER_JOB * workers or _trivial_plan(layer, arch, strategy) is not None:
         return 1
     return workers if len(split_options(Problem(layer, arch))) >= SPLIT_PARTS_MIN_SPLITS else 1
+
+
+def _estimate(layer: Layer, strategy: str) -> float:
+    """A rough relative cost of a layer's search, to start the costliest ones first: the exhaustive
+    search's tile candidates grow with the distinct trip counts of every dimension; 0 for other
+    strategies (kept in network order)."""
+    if strategy != "exhaustive" or not layer.moves_data:
+        return 0.0
+    trips = 1.0
+    for length in layer.dim_tuple:
+        trips *= len({-(-length // t) for t in range(1, length + 1)})
+    return trips
 
 
 def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: str = "exhaustive",
@@ -294,12 +311,14 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
     if progress:
         progress(0, len(todo), todo[0].name)
     try:
-        parts = [_parts(layer, a, strategy, workers, dram_model) for layer in todo]
+        parts = [_parts(layer, a, strategy, workers, dram_model, len(todo)) for layer in todo]
+        cost = [_estimate(layer, strategy) if workers > 1 else 0.0 for layer in todo]
         with shared_values(len(todo)) as path:
-            # Big layers first, each as ``parts`` items: their parts then run side by side.
+            # Big layers first, each as ``parts`` items: their parts then run side by side; then the
+            # costliest first, so that no big layer is left to run alone at the end.
             args: list[_Item] = []
             owner_of: list[int] = []
-            for li in sorted(range(len(todo)), key=lambda li: -parts[li]):
+            for li in sorted(range(len(todo)), key=lambda li: (-parts[li], -cost[li])):
                 for k in range(parts[li]):
                     part = (k, parts[li]) if parts[li] > 1 else None
                     shared = SharedBest(path, li) if part else None

@@ -253,10 +253,12 @@ def warm_up() -> None:
 
     grid = problem.core_grid(ones, ones)  # and the exhaustive search's walk of the feasible tile product
     feasible_product(problem, tile_groups(problem, grid, spatial_options(problem, grid.max_length)), compiled=True)
-    from tileplan.search.space import _pareto
+    from tileplan.search.space import _dominators, _pareto
 
     _pareto(np.array([[1, 2], [2, 1], [2, 2]]), np.zeros((3, 1), dtype=np.int64), compiled=True)
+    _dominators(np.array([[1, 2], [2, 1], [2, 2]]), np.array([[1], [2], [1]]), compiled=True)
     unroll_choice(K, batch.tiles, np.ones((2, 8), dtype=np.int64))
+
 
 @cache
 def preload() -> None:
@@ -266,7 +268,8 @@ def preload() -> None:
     needs a loop compiles it) or under ``TILEPLAN_KERNEL=numpy``."""
     from tileplan.search import tile_product
 
-    if mode() == "numpy" or not (_cached() and tile_product._cached("walk") and tile_product._cached("front")):
+    if mode() == "numpy" or not (_cached() and all(tile_product._cached(name) for name in ("walk", "front",
+                                                                                           "dominators"))):
         return
     warm_up()
 

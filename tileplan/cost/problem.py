@@ -43,8 +43,9 @@ class CoreGrid:
     shape_of: np.ndarray
     groups: tuple[tuple[tuple[int, ...], ...], ...]
 
-    @property
+    @cached_property
     def max_length(self) -> tuple[int, ...]:
+        """Longest slice along every dimension (computed once per grid)."""
         return tuple(max(c.length[d] for c in self.cores) for d in DIMS)
 
 
@@ -215,6 +216,111 @@ class SplitSlices:
         return total
 
 
+@dataclass(frozen=True)
+class SplitTable:
+    """:class:`SplitSlices` of many core splits at once, as arrays over the splits.
+
+    Along a dimension ``d`` a split's slices depend only on its (cluster, core) factors along ``d``,
+    and a layer's splits share few such pairs: ``parts[d]`` lists the slices (``SplitSlices.slices[d]``)
+    of every distinct pair, ``clusters[d]`` its cluster parts, and ``index[:, d]`` the pair of each
+    split. A quantity of one dimension's slices is computed once per pair (:meth:`per_pair`) and
+    gathered; the per-split quantities are products and maxima of those.
+    """
+
+    index: np.ndarray  # (splits, 8) index into parts[d] of every split
+    parts: tuple[tuple[tuple[tuple[int, int], ...], ...], ...]
+    clusters: tuple[tuple[int, ...], ...]
+    multicast: bool
+    max_length: np.ndarray  # (splits, 8) longest slice along every dimension
+    min_length: np.ndarray  # (splits, 8) shortest slice along every dimension
+    _per_pair: dict[tuple[str, int], list[int]] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, problem: Problem, splits: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> SplitTable:
+        dims = problem.dims
+        factors = np.array([[*cl, *co] for cl, co in splits], dtype=np.int64).reshape(len(splits), 2, NDIMS)
+        index = np.zeros((len(splits), NDIMS), dtype=np.int64)
+        parts: list[tuple[tuple[tuple[int, int], ...], ...]] = []
+        clusters: list[tuple[int, ...]] = []
+        for d in DIMS:
+            codes, inverse = np.unique(factors[:, 0, d] * (int(factors[:, 1, d].max()) + 1) + factors[:, 1, d],
+                                       return_inverse=True)
+            index[:, d] = inverse.reshape(-1)
+            pairs = np.stack(np.divmod(codes, int(factors[:, 1, d].max()) + 1), axis=1)
+            mine = []
+            count = []
+            for across, within in pairs.tolist():
+                outer = balanced_parts(int(dims[d]), across)
+                count.append(len(outer))
+                mine.append(tuple((off + o, ln) for off, length in outer for o, ln in balanced_parts(length, within)))
+            parts.append(tuple(mine))
+            clusters.append(tuple(count))
+        longest = np.stack([np.array([max(ln for _, ln in s) for s in parts[d]], dtype=np.int64)[index[:, d]]
+                            for d in DIMS], axis=1)
+        shortest = np.stack([np.array([min(ln for _, ln in s) for s in parts[d]], dtype=np.int64)[index[:, d]]
+                             for d in DIMS], axis=1)
+        return cls(index, tuple(parts), tuple(clusters), bool(problem.arch.cores.multicast), longest, shortest)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def per_pair(self, d: Dim, values: list[int] | list[float]) -> np.ndarray:
+        """(splits,) ``values[k]`` (one per pair of ``parts[d]``) gathered for every split."""
+        return np.asarray(values)[self.index[:, d]]
+
+    def input_used(self, problem: Problem, axis: int) -> list[int]:
+        """Per pair of ``parts[P]`` (axis 0) or ``parts[Q]`` (axis 1): the input rows or columns its slices
+        use, summed over the slices (``input_extent``)."""
+        key = ("used", axis)
+        if key not in self._per_pair:
+            self._per_pair[key] = [sum(input_extent(problem, axis, off, ln) for off, ln in s)
+                                   for s in self.parts[Dim.P if axis == 0 else Dim.Q]]
+        return self._per_pair[key]
+
+    def input_span(self, problem: Problem, axis: int) -> list[int]:
+        """Per pair of ``parts[P]`` (axis 0) or ``parts[Q]`` (axis 1): the most input rows or columns
+        between the first and the last one a slice's window reads, clipped to the tensor (the extent
+        of a tile covering the whole slice)."""
+        key = ("span", axis)
+        if key not in self._per_pair:
+            kernel = int(problem.dims[Dim.R if axis == 0 else Dim.S])
+            size = problem.in_h if axis == 0 else problem.in_w
+            stride, dil = problem.stride[axis], problem.dilation[axis]
+            out = []
+            for s in self.parts[Dim.P if axis == 0 else Dim.Q]:
+                top = 0
+                for off, ln in s:
+                    start = problem.input_window_start(axis, off)
+                    end = start + (ln - 1) * stride + (kernel - 1) * dil + 1
+                    top = max(top, min(end, size) - max(start, 0))
+                out.append(top)
+            self._per_pair[key] = out
+        return self._per_pair[key]
+
+    def largest_core_points(self) -> np.ndarray:
+        """(splits,) loop-nest points of each split's largest core (``SplitSlices.largest_core_points``)."""
+        out = np.ones(len(self), dtype=np.int64)
+        for d in DIMS:
+            out *= self.max_length[:, d]
+        return out
+
+    def group_elements(self, problem: Problem, op: Operand) -> np.ndarray:
+        """(splits,) ``SplitSlices.group_elements`` of every split (int64)."""
+        out = np.full(len(self), problem.layer.input_count if op is Operand.INPUT else 1, dtype=np.int64)
+        for d in DIMS:
+            if d in RELEVANT[op]:
+                if op is Operand.INPUT and d in (Dim.P, Dim.Q):
+                    factor = self.input_used(problem, 0 if d is Dim.P else 1)
+                elif op is Operand.INPUT and d in (Dim.R, Dim.S):
+                    continue
+                else:
+                    factor = [sum(ln for _, ln in s) for s in self.parts[d]]
+            else:
+                factor = list(self.clusters[d]) if self.multicast else [len(s) for s in self.parts[d]]
+            out *= self.per_pair(d, factor)
+        return out
+
+
 def input_extent(problem: Problem, axis: int, offset: int, length: int) -> int:
     """Input rows (axis 0) or columns (axis 1) that output indices ``offset .. offset + length - 1``
     read: strides may skip some and a window may fall entirely in the padding (cached per problem)."""
@@ -232,17 +338,12 @@ def input_extent(problem: Problem, axis: int, offset: int, length: int) -> int:
 
 def _core_grid(problem: Problem, cluster_split: tuple[int, ...], core_split: tuple[int, ...]) -> CoreGrid:
     dims = problem.dims
-    per_dim_cluster = [balanced_parts(int(dims[d]), cluster_split[d]) for d in DIMS]
+    # Per dimension, per cluster part: the (offset, length) of its core parts.
+    sub = [[[(off + o, ln) for o, ln in balanced_parts(length, core_split[d])]
+            for off, length in balanced_parts(int(dims[d]), cluster_split[d])] for d in DIMS]
     cores: list[CoreSlice] = []
-    cluster_index: dict[tuple[int, ...], int] = {}
-    for cl_choice in product(*[range(len(p)) for p in per_dim_cluster]):
-        cl_id = cluster_index.setdefault(cl_choice, len(cluster_index))
-        sub = []
-        for d in DIMS:
-            off, length = per_dim_cluster[d][cl_choice[d]]
-            sub.append([(off + o, ln) for o, ln in balanced_parts(length, core_split[d])])
-        for co_choice in product(*[range(len(s)) for s in sub]):
-            parts = [sub[d][co_choice[d]] for d in DIMS]
+    for cl_id, cl_choice in enumerate(product(*[range(len(parts)) for parts in sub])):
+        for parts in product(*[sub[d][cl_choice[d]] for d in DIMS]):
             cores.append(CoreSlice(cl_id, tuple(p[0] for p in parts), tuple(p[1] for p in parts)))
     # Distinct shapes: lengths everywhere, plus input clipping geometry along P and Q.
     keys: dict[tuple[object, ...], int] = {}
@@ -251,21 +352,26 @@ def _core_grid(problem: Problem, cluster_split: tuple[int, ...], core_split: tup
     shape_of = np.empty(len(cores), dtype=np.int64)
     for i, core in enumerate(cores):
         where = (core.offset[Dim.P], core.length[Dim.P], core.offset[Dim.Q], core.length[Dim.Q])
-        if where not in clips:
-            clips[where] = (_clip_key(problem, 0, core), _clip_key(problem, 1, core))
-        key: tuple[object, ...] = (core.length, *clips[where])
-        if key not in keys:
-            keys[key] = len(shapes)
+        clip = clips.get(where)
+        if clip is None:
+            clip = clips[where] = (_clip_key(problem, 0, core), _clip_key(problem, 1, core))
+        key: tuple[object, ...] = (core.length, *clip)
+        k = keys.get(key)
+        if k is None:
+            k = keys[key] = len(shapes)
             shapes.append(core)
-        shape_of[i] = keys[key]
-    groups = []
+        shape_of[i] = k
+    groups: list[tuple[tuple[int, ...], ...]] = []
     multicast = problem.arch.cores.multicast
     for op in OPERANDS:
+        if not multicast:
+            groups.append(tuple((i,) for i in range(len(cores))))
+            continue
         rel = [int(d) for d in DIMS if d in RELEVANT[op]]
         members: dict[tuple[object, ...], list[int]] = {}
         for i, core in enumerate(cores):
-            key = (core.cluster, *(core.offset[d] for d in rel), *(core.length[d] for d in rel)) if multicast else (i,)
-            members.setdefault(key, []).append(i)
+            offset, length = core.offset, core.length
+            members.setdefault((core.cluster, *[offset[d] for d in rel], *[length[d] for d in rel]), []).append(i)
         groups.append(tuple(tuple(m) for m in members.values()))
     return CoreGrid(tuple(cores), tuple(shapes), shape_of, tuple(groups))
 

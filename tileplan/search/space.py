@@ -24,7 +24,7 @@ import numpy as np
 
 from tileplan.arch.spec import AxisMode
 from tileplan.cost.model import storage_order, tensor_sizes
-from tileplan.cost.problem import CoreGrid, Problem
+from tileplan.cost.problem import CoreGrid, CoreSlice, Problem
 from tileplan.cost.tables import halo_table, plain_bursts
 from tileplan.dims import DIMS, NDIMS, OPERANDS, RELEVANT, Dim, Operand
 from tileplan.mapping import DEFAULT_LAYOUTS
@@ -82,9 +82,17 @@ def split_options(problem: Problem) -> list[tuple[tuple[int, ...], tuple[int, ..
 def spatial_options(problem: Problem, max_len: tuple[int, ...]) -> np.ndarray:
     """(options, 8) unroll factors: every combination of maximal unroll tuples of the unrolled axes
     (a dimension on at most one axis). Memoised per PE array, lanes and lengths (``search.memo``);
-    the array is read-only."""
-    key = ("spatial_options", capacity_free_key(problem.arch), tuple(problem.lanes), tuple(int(x) for x in max_len))
-    return memo(key, lambda: _spatial_options(problem, max_len))
+    the array is read-only.
+
+    The options read a length only through ``min(lanes, length)`` and ``length > 1``, for the
+    dimensions of unrolled axes: lengths are clipped to the most lanes (at least 2) before they key
+    the memo (others to 1), so splits with different long slices share one entry."""
+    top = max([2, *(lanes for axis, lanes in zip(problem.arch.pe_array.axes, problem.lanes, strict=True)
+                    if axis.mode is not AxisMode.FLATTENED)])
+    unrolled = {d for axis in problem.arch.pe_array.axes if axis.mode is not AxisMode.FLATTENED for d in axis.dim_ids}
+    clipped = tuple(min(int(x), top) if d in unrolled else 1 for d, x in zip(DIMS, max_len, strict=True))
+    key = ("spatial_options", capacity_free_key(problem.arch), tuple(problem.lanes), clipped)
+    return memo(key, lambda: _spatial_options(problem, clipped))
 
 
 def _spatial_options(problem: Problem, max_len: tuple[int, ...]) -> np.ndarray:
@@ -148,8 +156,13 @@ class TileGroup:
     dims: tuple[Dim, ...]
     tiles: np.ndarray  # (m, len(dims))
     footprint: np.ndarray  # (m, shapes, 3): factor of each operand's on-chip box (elements)
-    dominators: list[np.ndarray]  # per candidate: candidates at least as good in every cost
-    # quantity (only footprint larger), reduced to those with a minimal footprint
+    doms: np.ndarray  # (m, width >= 1): per candidate, ascending, -1 padded: candidates at least as good
+    # in every cost quantity (only footprint larger), reduced to those with a minimal footprint
+
+    @property
+    def dominators(self) -> list[np.ndarray]:
+        """``doms`` as one array per candidate."""
+        return [row[row >= 0] for row in self.doms]
 
 
 def _pareto(features: np.ndarray, classes: np.ndarray, *, compiled: bool | None = None) -> np.ndarray:
@@ -157,8 +170,9 @@ def _pareto(features: np.ndarray, classes: np.ndarray, *, compiled: bool | None 
     same class; exact duplicates keep the first row. Big groups take the compiled loop of
     ``search.tile_product`` (same rows; ``compiled`` forces the choice)."""
     keep = np.zeros(len(features), dtype=bool)
-    for cls in np.unique(classes, axis=0):
-        idx = np.nonzero(np.all(classes == cls, axis=1))[0]
+    one_class = len(classes) == 0 or bool(np.all(classes == classes[:1]))
+    for cls in classes[:1] if one_class else np.unique(classes, axis=0):
+        idx = np.arange(len(classes)) if one_class else np.nonzero(np.all(classes == cls, axis=1))[0]
         f = features[idx]
         order = np.lexsort(f.T[::-1])
         walk = tile_product.compiled_front() if (tile_product.front_wanted(len(f)) if compiled is None
@@ -188,16 +202,16 @@ def _compute_features(problem: Problem, dims: tuple[Dim, ...], ext: dict[Dim, li
         flat_dims |= set(mine)
         if not mine:
             continue
-        for y in range(1, lanes + 1):
-            total: np.ndarray | int = 0
-            for pick in product(*[ext[d] for d in mine]):
-                count: np.ndarray | int = 1
-                prod_t: np.ndarray | int = 1
-                for size, cnt in pick:
-                    count = count * cnt
-                    prod_t = prod_t * size
-                total = total + count * (-(-(prod_t * y) // lanes))
-            out.append(np.asarray(total))
+        ys = np.arange(1, lanes + 1, dtype=np.int64)[:, None]  # every Y at once: one row each
+        total: np.ndarray | int = 0
+        for pick in product(*[ext[d] for d in mine]):
+            count: np.ndarray | int = 1
+            prod_t: np.ndarray | int = 1
+            for size, cnt in pick:
+                count = count * cnt
+                prod_t = prod_t * size
+            total = total + count * (-(-(prod_t * ys) // lanes))
+        out.extend(np.asarray(total))
     for d in dims:
         if d in flat_dims:
             continue
@@ -222,72 +236,122 @@ def tile_groups(problem: Problem, grid: CoreGrid, unroll_options: np.ndarray,
     P/R and Q/S groups, the offset that places the input window), and the unroll values of its dims."""
     max_len = grid.max_length
     unroll_values = {d: sorted(set(int(u) for u in unroll_options[:, d])) for d in DIMS}
-    prec = problem.precision
-    burst = problem.arch.dram.burst_bytes
     groups = []
-    layout_steps = {op: _step_bytes(problem, op) for op in OPERANDS}
+    blocks: dict[tuple[object, ...], _ShapeBlock] = {}
+    if cache is not None:  # per-shape features, shared by splits whose groups differ in other shapes
+        blocks = memo(("tile_shape_blocks", problem.layer.signature(), capacity_free_key(problem.arch)), dict)
     for dims in ((Dim.N,), (Dim.G,), (Dim.K,), (Dim.C,), (Dim.P, Dim.R), (Dim.Q, Dim.S)):
-        key = (dims, tuple(int(max_len[d]) for d in dims),
-               tuple((*(int(c.length[d]) for d in dims), int(c.offset[dims[0]]) if len(dims) > 1 else 0)
-                     for c in grid.shapes),
-               tuple(tuple(unroll_values[d]) for d in dims))
+        lengths = tuple(int(max_len[d]) for d in dims)
+        unrolls = tuple(tuple(unroll_values[d]) for d in dims)
+        places = tuple((*(int(c.length[d]) for d in dims), int(c.offset[dims[0]]) if len(dims) > 1 else 0)
+                       for c in grid.shapes)
+        key = (dims, lengths, places, unrolls)
         if cache is not None and key in cache:
             groups.append(cache[key])
             continue
-        grids = np.meshgrid(*[np.arange(1, max_len[d] + 1) for d in dims], indexing="ij")
-        tiles = np.stack([g.ravel() for g in grids], axis=1).astype(np.int64)
+        if len(dims) == 1:
+            tiles = np.arange(1, lengths[0] + 1, dtype=np.int64)[:, None]
+        else:
+            tiles = np.stack([np.repeat(np.arange(1, lengths[0] + 1, dtype=np.int64), lengths[1]),
+                              np.tile(np.arange(1, lengths[1] + 1, dtype=np.int64), lengths[0])], axis=1)
         m = len(tiles)
-        feats: list[np.ndarray] = []
-        classes: list[np.ndarray] = []
-        foot = np.ones((m, len(grid.shapes), 3), dtype=np.int64)
-        no = np.zeros(m, dtype=bool)
+        parts = []
         for s, core in enumerate(grid.shapes):
-            ext: dict[Dim, list[tuple[np.ndarray, np.ndarray]]] = {}
-            for j, d in enumerate(dims):
-                length = core.length[d]
-                t = np.minimum(tiles[:, j], length)
-                n = -(-length // t)
-                classes.append(n)
-                ext[d] = [(t, n - 1), (length - (n - 1) * t, np.ones_like(n))]
-                for op in OPERANDS:
-                    if d in RELEVANT[op] and problem.has_operand[op] and not _is_halo(op, d):
-                        foot[:, s, op] *= t
-                        e = _storage_index(op, d)
-                        sizes = tensor_sizes(problem, op)
-                        for b in _precisions(op, prec):
-                            every, partial = plain_bursts(length, sizes[e], tiles[:, j], no,
-                                                          layout_steps[op][e] * b, burst)
-                            feats.extend([every, partial])
-                        feats.append((no | (n == 1)) & (length == sizes[e]))
-            if problem.has_operand[Operand.INPUT] and dims in ((Dim.P, Dim.R), (Dim.Q, Dim.S)):
-                axis = 0 if dims[0] is Dim.P else 1
-                e = 3 + axis
-                size = tensor_sizes(problem, Operand.INPUT)[e]
-                table = halo_table(core.length[dims[0]], problem.input_window_start(axis, core.offset[dims[0]]),
-                                   size, problem.stride[axis], problem.dilation[axis], int(problem.dims[dims[1]]))
-                idx = (np.minimum(tiles[:, 0], core.length[dims[0]]) - 1,
-                       np.minimum(tiles[:, 1], int(problem.dims[dims[1]])) - 1, no.astype(np.int64),
-                       no.astype(np.int64))
-                foot[:, s, Operand.INPUT] *= table.max_ext[idx]
-                feats.extend([table.sum_ext[idx], table.nfull[idx]])
-                every, partial = table.bursts(layout_steps[Operand.INPUT][e] * prec.input, burst)
-                feats.extend([every[idx], partial[idx]])
-            feats.extend(np.broadcast_to(f, (m,)) for f in _compute_features(problem, dims, ext, unroll_values))
-        if not feats:
-            feats.append(tiles[:, 0])
-        cost_feats = np.stack([np.asarray(f, dtype=np.int64) for f in feats] +
-                              [np.asarray(c, dtype=np.int64) for c in classes], axis=1)
+            block_key = (dims, lengths, places[s], unrolls)
+            block = blocks.get(block_key)
+            if block is None:
+                block = _shape_block(problem, dims, tiles, core, unroll_values)
+                if cache is not None:
+                    blocks[block_key] = block
+            parts.append(block)
+        feats = [b.features for b in parts if len(b.features)]
+        cost_feats = np.concatenate(feats + [b.classes for b in parts] if feats else
+                                    [tiles[:, :1].T] + [b.classes for b in parts], axis=0).T
+        foot = np.stack([b.footprint for b in parts], axis=1)
         fp_flat = foot.reshape(m, -1)
         keep = _pareto(np.concatenate([cost_feats, fp_flat], axis=1), np.zeros((m, 1), dtype=np.int64))
-        groups.append(TileGroup(dims, tiles[keep], foot[keep], _dominators(cost_feats[keep], fp_flat[keep])))
+        groups.append(TileGroup(dims, tiles[keep], foot[keep],
+                                _dominator_table(np.ascontiguousarray(cost_feats[keep]), fp_flat[keep])))
         if cache is not None:
             cache[key] = groups[-1]
     return groups
 
 
-def _dominators(cost: np.ndarray, fp: np.ndarray) -> list[np.ndarray]:
+@dataclass
+class _ShapeBlock:
+    """One core shape's part of a tile group's candidates (tile sizes 1 .. the longest slice)."""
+
+    features: np.ndarray  # (f, m) cost quantities of every candidate on this shape
+    classes: np.ndarray  # (len(dims), m) trip counts of the group's dims
+    footprint: np.ndarray  # (m, 3) factor of each operand's on-chip box (elements)
+
+
+def _shape_block(problem: Problem, dims: tuple[Dim, ...], tiles: np.ndarray, core: CoreSlice,
+                 unroll_values: dict[Dim, list[int]]) -> _ShapeBlock:
+    """The cost quantities, trip counts and footprint factors of the candidates ``tiles`` ((m, len(dims)))
+    of a dimension group on the core shape ``core``."""
+    prec = problem.precision
+    burst = problem.arch.dram.burst_bytes
+    m = len(tiles)
+    feats: list[np.ndarray] = []
+    classes: list[np.ndarray] = []
+    foot = np.ones((m, 3), dtype=np.int64)
+    no = np.zeros(m, dtype=bool)
+    ext: dict[Dim, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for j, d in enumerate(dims):
+        length = core.length[d]
+        t = np.minimum(tiles[:, j], length)
+        n = -(-length // t)
+        classes.append(n)
+        ext[d] = [(t, n - 1), (length - (n - 1) * t, np.ones_like(n))]
+        for op in OPERANDS:
+            if d in RELEVANT[op] and problem.has_operand[op] and not _is_halo(op, d):
+                foot[:, op] *= t
+                e = _storage_index(op, d)
+                size = tensor_sizes(problem, op)[e]
+                for b in _precisions(op, prec):
+                    every, partial = plain_bursts(length, size, tiles[:, j], no, _step_bytes(problem, op)[e] * b, burst)
+                    feats.extend([every, partial])
+                feats.append((no | (n == 1)) & (length == size))
+    if problem.has_operand[Operand.INPUT] and dims in ((Dim.P, Dim.R), (Dim.Q, Dim.S)):
+        axis = 0 if dims[0] is Dim.P else 1
+        e = 3 + axis
+        size = tensor_sizes(problem, Operand.INPUT)[e]
+        table = halo_table(core.length[dims[0]], problem.input_window_start(axis, core.offset[dims[0]]),
+                           size, problem.stride[axis], problem.dilation[axis], int(problem.dims[dims[1]]))
+        idx = (np.minimum(tiles[:, 0], core.length[dims[0]]) - 1,
+               np.minimum(tiles[:, 1], int(problem.dims[dims[1]])) - 1, no.astype(np.int64), no.astype(np.int64))
+        foot[:, Operand.INPUT] *= table.max_ext[idx]
+        feats.extend([table.sum_ext[idx], table.nfull[idx]])
+        every, partial = table.bursts(_step_bytes(problem, Operand.INPUT)[e] * prec.input, burst)
+        feats.extend([every[idx], partial[idx]])
+    feats.extend(np.broadcast_to(f, (m,)) for f in _compute_features(problem, dims, ext, unroll_values))
+    features = np.stack([np.asarray(f, dtype=np.int64) for f in feats]) if feats else np.zeros((0, m), dtype=np.int64)
+    return _ShapeBlock(features, np.stack(classes).astype(np.int64), foot)
+
+
+def _dominators(cost: np.ndarray, fp: np.ndarray, *, compiled: bool | None = None) -> list[np.ndarray]:
     """For each candidate, the candidates with every cost quantity <= its own (and not identical,
     or identical with a lower index), reduced to those whose footprint is minimal among them."""
+    return [row[row >= 0] for row in _dominator_table(cost, fp, compiled=compiled)]
+
+
+def _dominator_table(cost: np.ndarray, fp: np.ndarray, *, compiled: bool | None = None) -> np.ndarray:
+    """:func:`_dominators` as an (m, width >= 1) table, -1 padded. Big groups take the compiled loop of
+    ``search.tile_product`` (same rows; ``compiled`` forces the choice)."""
+    loop = tile_product.compiled_dominators() if (tile_product.dominators_wanted(len(cost)) if compiled is None
+                                                   else compiled) else None
+    if loop is not None:
+        return np.asarray(loop(np.ascontiguousarray(cost, dtype=np.int64), np.ascontiguousarray(fp, dtype=np.int64)))
+    lists = _dominator_lists(cost, fp)
+    table = np.full((len(lists), max([1, *(len(d) for d in lists)])), -1, dtype=np.int64)
+    for a, dom in enumerate(lists):
+        table[a, :len(dom)] = dom
+    return table
+
+
+def _dominator_lists(cost: np.ndarray, fp: np.ndarray) -> list[np.ndarray]:
+    """:func:`_dominators` over whole arrays (for groups too small to call the compiled loop for)."""
     m = len(cost)
     le = np.all(cost[None, :, :] <= cost[:, None, :], axis=2)  # le[a, b]: b at least as good as a
     same = np.all(cost[None, :, :] == cost[:, None, :], axis=2)
@@ -346,34 +410,35 @@ def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 <
                      compiled: bool | None = None) -> np.ndarray:
     """(n, 8) tile vectors of the combinations of group candidates that fit every on-chip memory on
     every core shape and in which no group's candidate could be swapped for one that is at least as
-    good in every cost quantity and still fit (such a swap never makes any objective worse).
+    good in every cost quantity and still fit (such a swap never makes any objective worse), in
+    lexicographic order of the candidates' indices, the groups taken largest first.
 
     Built group by group: partial combinations that overflow a memory even with the smallest
     remaining candidates are dropped, and so are those whose newest candidate has a better swap
     that fits even with the largest remaining candidates. Big products take the compiled walk of
     ``search.tile_product`` (same set, same order; ``compiled`` forces the choice)."""
-    # Largest groups first: when the small ones come last, the bound on what is still to come is
-    # tight and dominated partial combinations are dropped before they multiply.
+    # Largest groups first (the order of the result); the vectorised form builds them in this order:
+    # when the small ones come last, dominated partial combinations are dropped before they multiply.
     groups = sorted(groups, key=lambda g: -len(g.tiles))
     prec = problem.precision
     elem_bytes = np.array([prec.input * problem.layer.input_count, prec.weight, prec.psum], dtype=np.int64)
     mem_of = np.array(problem.memory_of_operand)
     factor = 2 if problem.arch.double_buffering else 1
     cap = problem.capacity_bytes
-    shapes = groups[0].footprint.shape[1]
-    mins = [g.footprint.min(axis=0) for g in groups]
-    maxs = [g.footprint.max(axis=0) for g in groups]
-    lo = [np.ones((shapes, 3), dtype=np.int64) for _ in range(len(groups) + 1)]
-    hi = [np.ones((shapes, 3), dtype=np.int64) for _ in range(len(groups) + 1)]
-    for i in range(len(groups) - 1, -1, -1):
-        lo[i] = lo[i + 1] * mins[i]
-        hi[i] = hi[i + 1] * maxs[i]
     weights = elem_bytes * factor
     if compiled is None:
         compiled = tile_product.wanted(float(np.prod([float(len(g.tiles)) for g in groups])))
     if compiled and tile_product.compiled_walk() is not None:
-        rows = _compiled_rows(problem, groups, np.array(lo), np.array(hi), weights, mem_of, cap)
+        rows = _compiled_rows(problem, groups, weights, mem_of, cap)
     else:
+        shapes = groups[0].footprint.shape[1]
+        mins = [g.footprint.min(axis=0) for g in groups]
+        maxs = [g.footprint.max(axis=0) for g in groups]
+        lo = [np.ones((shapes, 3), dtype=np.int64) for _ in range(len(groups) + 1)]
+        hi = [np.ones((shapes, 3), dtype=np.int64) for _ in range(len(groups) + 1)]
+        for i in range(len(groups) - 1, -1, -1):
+            lo[i] = lo[i + 1] * mins[i]
+            hi[i] = hi[i + 1] * maxs[i]
         rows = _vectorised_rows(problem, groups, lo, hi, weights, mem_of, cap, chunk)
     tiles = np.ones((len(rows), NDIMS), dtype=np.int64)
     for i, g in enumerate(groups):
@@ -382,24 +447,24 @@ def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 <
     return tiles
 
 
-def _compiled_rows(problem: Problem, groups: list[TileGroup], lo: np.ndarray, hi: np.ndarray, weights: np.ndarray,
-                   mem_of: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    """(n, groups) picks of the feasible product by ``search.tile_product``'s compiled walk."""
+def _compiled_rows(problem: Problem, groups: list[TileGroup], weights: np.ndarray, mem_of: np.ndarray,
+                   cap: np.ndarray) -> np.ndarray:
+    """(n, groups) picks of the feasible product by ``search.tile_product``'s compiled walk, sorted
+    lexicographically."""
     walk = tile_product.compiled_walk()
     assert walk is not None
     starts = np.concatenate([[0], np.cumsum([len(g.tiles) for g in groups])]).astype(np.int64)
     foot = np.ascontiguousarray(np.concatenate([g.footprint for g in groups]), dtype=np.int64)
-    width = max(1, max(len(d) for g in groups for d in g.dominators))
+    width = max(g.doms.shape[1] for g in groups)
     doms = np.full((len(foot), width), -1, dtype=np.int64)
-    row = 0
-    for g in groups:
-        for dom in g.dominators:
-            doms[row, :len(dom)] = dom
-            row += 1
+    for g, start in zip(groups, starts, strict=False):
+        doms[start:start + len(g.doms), :g.doms.shape[1]] = g.doms
     has = np.array(problem.has_operand, dtype=np.bool_)
-    return np.asarray(walk(foot, starts, doms, np.ascontiguousarray(lo, dtype=np.int64),
-                           np.ascontiguousarray(hi, dtype=np.int64), weights.astype(np.int64),
-                           mem_of.astype(np.int64), has, cap.astype(np.int64)))
+    rows = np.asarray(walk(foot, starts, doms, weights.astype(np.int64), mem_of.astype(np.int64), has,
+                           cap.astype(np.int64)))
+    if len(rows) > 1:
+        rows = rows[np.lexsort(rows.T[::-1])]
+    return rows
 
 
 def _vectorised_rows(problem: Problem, groups: list[TileGroup], lo: list[np.ndarray], hi: list[np.ndarray],
@@ -456,12 +521,10 @@ def _swap_fits(problem: Problem, g: TileGroup, pick: np.ndarray, boxes: np.ndarr
     """For combinations whose group-g candidate is ``pick`` and whose boxes are ``boxes`` (times
     ``scale`` for groups not chosen yet), whether some dominator of ``pick`` would still fit."""
     out = np.zeros(len(pick), dtype=bool)
-    width = max((len(d) for d in g.dominators), default=0)
-    if width == 0 or len(pick) == 0:
+    table = g.doms
+    if len(pick) == 0:
         return out
-    table = np.full((len(g.dominators), width), -1, dtype=np.int64)
-    for a, dom in enumerate(g.dominators):
-        table[a, :len(dom)] = dom
+    width = table.shape[1]
     base = np.maximum(g.footprint[pick], 1)
     rest = boxes // base * scale[None]
     for k in range(width):

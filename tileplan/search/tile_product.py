@@ -1,19 +1,34 @@
 """Compiled loops of the exhaustive search's tile reductions: the Pareto front of a tile group
-(``space._pareto``) and the feasible product of tile groups (``space.feasible_product``).
+(``space._pareto``), each candidate's dominators (``space._dominators``) and the feasible product of
+tile groups (``space.feasible_product``).
 
 The front: rows sorted lexicographically, a row is kept when no row kept before it is at most it
 in every feature (so exact duplicates keep the first); one pass with an early exit per comparison.
+
+The dominators: per candidate, the candidates at least as good in every cost quantity (identical
+ones only when earlier), reduced to those whose footprint no other of them beats; pairwise loops
+with early exits, instead of (m, m, features) boolean arrays.
 
 The product, as one depth-first walk.
 
 The set is defined by two exact conditions on a complete combination (one candidate per group):
 its boxes fit every memory on every core shape, and no group's candidate has a dominator that
-would still fit in its place. The walk visits partial combinations in lexicographic order of the
-picks (the order of the vectorised, breadth-first form) and drops a partial combination when it
-overflows even with the smallest candidates still to come, or when one of its candidates has a
-dominator that fits even with the largest still to come; both imply the exact conditions fail for
-every completion, so the result is the same set in the same order. numba compiles the walk lazily
-(only for big products) and caches it on disk, like ``cost.compiled``.
+would still fit in its place. Every memory's need on a core shape is a sum over operands of
+bytes per element times a product of the groups' footprint factors, so once every group but one
+is chosen, both conditions are tests of one candidate of the remaining group against a few
+coefficient vectors (its own fit, and one per dominator of a chosen candidate; its own
+dominators fit when they are among the candidates that fit). The walk therefore chooses every
+group but the last one depth first, dropping a partial combination when it overflows even with
+the smallest candidates still to come, or when one of its candidates has a dominator that fits
+even with the largest still to come (both imply the exact conditions fail for every completion),
+and tests the last group's candidates whole. Groups of one candidate are folded into the product
+up front. When the last group's footprints never shrink along its candidates (a single dimension:
+tile sizes ascending), the candidates that fit form a prefix and so do those that a chosen
+candidate's dominator kills: one bisection per coefficient vector bounds the survivors. So the
+last group is the largest such group when there is one, and the result is sorted back to the
+lexicographic order of the picks afterwards (``space._compiled_rows``): the same set in the same
+order as the vectorised, breadth-first form. numba compiles the loops lazily (only for big
+inputs) and caches them on disk, like ``cost.compiled``.
 """
 
 from __future__ import annotations
@@ -30,140 +45,357 @@ import numpy as np
 MIN_PRODUCT = 50_000
 #: Pareto fronts of at least this many candidates take the compiled loop (the same rule).
 MIN_FRONT = 2_000
+#: Groups of at least this many candidates take the compiled dominator loop (the same rule). Compiling
+#: it costs ~7 s once; the numpy form takes ~0.2 s at 1024 candidates and grows as the square, so a
+#: new install planning small networks (LeNet-5's groups are a few hundred) never waits for it.
+MIN_DOMINATORS = 1024
 
 
-def _fits(box: np.ndarray, weights: np.ndarray, mem_of: np.ndarray, has: np.ndarray, cap: np.ndarray) -> bool:
-    """Whether ``box`` ((shapes, 3) elements) fits every memory on every shape."""
-    for m in range(cap.shape[0]):
-        for s in range(box.shape[0]):
+def _fits_coef(amat: np.ndarray, foot: np.ndarray, row: int, cap: np.ndarray, ops: np.ndarray) -> bool:
+    """Whether ``sum_op amat[m, s, op] * foot[row, s, op] <= cap[m]`` on every memory ``m`` and shape ``s``
+    (``amat``: bytes per element times the footprint factors of the groups already chosen; ``ops[m]``
+    the operands held in memory ``m``, -1 padded)."""
+    for m in range(amat.shape[0]):
+        if ops[m, 0] < 0:
+            continue
+        for s in range(amat.shape[1]):
             need = 0
-            for op in range(3):
-                if has[op] and mem_of[op] == m:
-                    need += box[s, op] * weights[op]
+            for k in range(3):
+                op = ops[m, k]
+                if op < 0:
+                    break
+                need += amat[m, s, op] * foot[row, s, op]
             if need > cap[m]:
                 return False
     return True
 
 
-def _swap_fits(box: np.ndarray, foot: np.ndarray, start: int, pick: int, doms: np.ndarray, scale: np.ndarray,
-               weights: np.ndarray, mem_of: np.ndarray, has: np.ndarray, cap: np.ndarray, tmp: np.ndarray) -> bool:
-    """Whether a dominator of candidate ``pick`` (of the group starting at row ``start`` of
-    ``foot``) fits in its place in ``box``, the groups not chosen yet taking ``scale``."""
-    row = start + pick
-    for k in range(doms.shape[1]):
-        alt = doms[row, k]
-        if alt < 0:
-            break
+def _box_fits(coef: np.ndarray, box: np.ndarray, cap: np.ndarray, ops: np.ndarray) -> bool:
+    """Whether ``box`` ((shapes, 3) elements) fits every memory on every shape (``coef``: (memories, 3)
+    bytes per element of each operand held in each memory; ``ops`` as in :func:`_fits_coef`)."""
+    for m in range(coef.shape[0]):
+        if ops[m, 0] < 0:
+            continue
         for s in range(box.shape[0]):
+            need = 0
+            for k in range(3):
+                op = ops[m, k]
+                if op < 0:
+                    break
+                need += coef[m, op] * box[s, op]
+            if need > cap[m]:
+                return False
+    return True
+
+
+def _first_misfit(amat: np.ndarray, foot: np.ndarray, first: int, end: int, cap: np.ndarray, ops: np.ndarray) -> int:
+    """The first row in ``first .. end - 1`` of ``foot`` that does not fit under ``amat`` (``end`` if all
+    do), by bisection: the rows' footprints never shrink, so the rows that fit are a prefix. The first
+    row is tried first (often nothing fits)."""
+    if first >= end or not _fits_coef(amat, foot, first, cap, ops):
+        return first
+    a = first + 1
+    b = end
+    while a < b:
+        mid = (a + b) // 2
+        if _fits_coef(amat, foot, mid, cap, ops):
+            a = mid + 1
+        else:
+            b = mid
+    return a
+
+
+def _swap_coef(amat: np.ndarray, coef: np.ndarray, part: np.ndarray, foot: np.ndarray, row: int, alt: int) -> None:
+    """``amat`` for ``part`` with candidate ``row``'s footprint replaced by candidate ``alt``'s (``part``
+    holds ``row``'s footprint as a factor; a zero factor stays zero, as ``part // max(foot, 1)``)."""
+    for m in range(amat.shape[0]):
+        for s in range(amat.shape[1]):
             for op in range(3):
-                base = max(foot[row, s, op], 1)
-                tmp[s, op] = box[s, op] // base * scale[s, op] * foot[start + alt, s, op]
-        if _fits(tmp, weights, mem_of, has, cap):
-            return True
-    return False
+                amat[m, s, op] = coef[m, op] * (part[s, op] // max(foot[row, s, op], 1) * foot[alt, s, op])
 
 
-def walk(foot: np.ndarray, starts: np.ndarray, doms: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-         weights: np.ndarray, mem_of: np.ndarray, has: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    """(n, groups) picks of the feasible product, in lexicographic order.
+def _zero_swap_fits(coef: np.ndarray, part: np.ndarray, foot: np.ndarray, row: int, alt: int, cap: np.ndarray,
+                    ops: np.ndarray, tmp: np.ndarray) -> bool:
+    """Whether candidate ``alt`` fits in place of ``row`` in the box ``part * foot[row]``, computed as
+    ``box // max(foot[row], 1) * foot[alt]`` (a zero factor of ``row`` keeps its component zero)."""
+    for s in range(part.shape[0]):
+        for op in range(3):
+            tmp[s, op] = part[s, op] * foot[row, s, op] // max(foot[row, s, op], 1) * foot[alt, s, op]
+    return _box_fits(coef, tmp, cap, ops)
 
-    ``foot`` ((rows, shapes, 3)) stacks every group's candidate footprints, group g's at rows
-    ``starts[g] .. starts[g + 1] - 1``; ``doms`` ((rows, width)) its dominators (indices within the
-    group, -1 padded); ``lo[g]`` / ``hi[g]`` ((shapes, 3)) the products of the smallest / largest
-    footprints of groups g and later."""
-    n_groups = starts.shape[0] - 1
+
+def _emit(out: np.ndarray, count: int, cur: np.ndarray, real: np.ndarray, n: int, last: int,
+          pick: int) -> np.ndarray:
+    """``out`` with row ``count`` set to the chosen picks (``pick`` for the last group, 0 for groups of
+    one candidate), grown when full."""
+    if count == out.shape[0]:
+        bigger = np.empty((2 * out.shape[0], out.shape[1]), dtype=np.int64)
+        bigger[:count] = out[:count]
+        out = bigger
+    for g in range(out.shape[1]):
+        out[count, g] = 0
+    for i in range(n - 1):
+        out[count, real[i]] = cur[i]
+    out[count, last] = pick
+    return out
+
+
+def walk(foot: np.ndarray, starts: np.ndarray, doms: np.ndarray, weights: np.ndarray, mem_of: np.ndarray,
+         has: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """(n, groups) picks of the feasible product, in the walk's own order (sort them lexicographically).
+
+    ``foot`` ((rows, shapes, 3) elements) stacks every group's candidate footprints, group g's at
+    rows ``starts[g] .. starts[g + 1] - 1``; ``doms`` ((rows, width)) their dominators (indices within
+    the group, -1 padded); ``weights`` (3,) bytes per element of each operand (doubled when double
+    buffered), ``mem_of`` (3,) the memory holding it, ``has`` (3,) whether it moves data, ``cap``
+    (memories,) the memories' sizes in bytes."""
+    n_all = starts.shape[0] - 1
     shapes = foot.shape[1]
-    part = np.ones((n_groups + 1, shapes, 3), dtype=np.int64)
-    cur = np.full(n_groups, -1, dtype=np.int64)
-    tmp = np.empty((shapes, 3), dtype=np.int64)
-    probe = np.empty((shapes, 3), dtype=np.int64)
-    out = np.empty((1024, n_groups), dtype=np.int64)
-    bound = np.empty((shapes, 3), dtype=np.int64)
-    others = np.empty((shapes, 3), dtype=np.int64)
-    most = np.empty((shapes, 3), dtype=np.int64)
-    mins = np.empty((n_groups, shapes, 3), dtype=np.int64)
-    for g in range(n_groups):
+    n_mem = cap.shape[0]
+    coef = np.zeros((n_mem, 3), dtype=np.int64)  # bytes per element of each operand in each memory
+    ops = np.full((n_mem, 3), -1, dtype=np.int64)  # the operands each memory holds
+    for op in range(3):
+        if has[op]:
+            coef[mem_of[op], op] = weights[op]
+            k = 0
+            while ops[mem_of[op], k] >= 0:
+                k += 1
+            ops[mem_of[op], k] = op
+    amat = np.empty((n_mem, shapes, 3), dtype=np.int64)
+    out = np.empty((1024, n_all), dtype=np.int64)
+    # Groups of one candidate: always chosen, their footprints folded into the root product.
+    real = np.empty(n_all, dtype=np.int64)
+    n = 0
+    root = np.ones((shapes, 3), dtype=np.int64)
+    for g in range(n_all):
+        if starts[g + 1] - starts[g] > 1:
+            real[n] = g
+            n += 1
+        else:
+            for s in range(shapes):
+                for op in range(3):
+                    root[s, op] *= foot[starts[g], s, op]
+    if n == 0:  # one combination: it only has to fit (a single candidate has no dominator)
+        count = 0
+        if _box_fits(coef, root, cap, ops):
+            for g in range(n_all):
+                out[0, g] = 0
+            count = 1
+        return out[:count].copy()
+    # The last group: the largest one whose footprints never shrink along its candidates, if any.
+    mono = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        g = real[i]
+        ordered = True
+        for c in range(starts[g] + 1, starts[g + 1]):
+            for s in range(shapes):
+                for op in range(3):
+                    if foot[c, s, op] < foot[c - 1, s, op]:
+                        ordered = False
+        mono[i] = ordered
+    best = 0
+    for i in range(1, n):
+        size = starts[real[i] + 1] - starts[real[i]]
+        top = starts[real[best] + 1] - starts[real[best]]
+        if (mono[i] and not mono[best]) or (mono[i] == mono[best] and size > top):
+            best = i
+    last = real[best]
+    last_mono = mono[best]
+    for i in range(best, n - 1):
+        real[i] = real[i + 1]
+    real[n - 1] = last
+    # lo[i] / hi[i]: products of the smallest / largest footprints of the groups chosen after level i - 1.
+    lo = np.ones((n + 1, shapes, 3), dtype=np.int64)
+    hi = np.ones((n + 1, shapes, 3), dtype=np.int64)
+    for i in range(n - 1, -1, -1):
+        g = real[i]
         for s in range(shapes):
             for op in range(3):
-                low = foot[starts[g], s, op]
+                small = foot[starts[g], s, op]
+                large = small
                 for c in range(starts[g], starts[g + 1]):
-                    low = min(low, foot[c, s, op])
-                mins[g, s, op] = low
+                    small = min(small, foot[c, s, op])
+                    large = max(large, foot[c, s, op])
+                lo[i, s, op] = lo[i + 1, s, op] * small
+                hi[i, s, op] = hi[i + 1, s, op] * large
+    part = np.ones((n + 1, shapes, 3), dtype=np.int64)
+    for s in range(shapes):
+        for op in range(3):
+            part[0, s, op] = root[s, op]
+    cur = np.full(n, -1, dtype=np.int64)
+    first = starts[last]
+    size_last = starts[last + 1] - first
+    # Candidates of the last group with a zero footprint factor: their own swaps are tested as written
+    # (a zero factor of the pick zeroes the swapped box), not through ``fits`` of the dominator.
+    zero = np.zeros(size_last, dtype=np.bool_)
+    for c in range(size_last):
+        for s in range(shapes):
+            for op in range(3):
+                if foot[first + c, s, op] == 0:
+                    zero[c] = True
+    fits = np.zeros(size_last, dtype=np.bool_)
+    kill = np.zeros(size_last, dtype=np.bool_)
+    tmp = np.empty((shapes, 3), dtype=np.int64)
     count = 0
     level = 0
     while level >= 0:
+        if level == n - 1:
+            # Every group but the last is chosen (``part[level]``): test the last group's candidates.
+            P = part[level]
+            for m in range(n_mem):
+                for s in range(shapes):
+                    for op in range(3):
+                        amat[m, s, op] = coef[m, op] * P[s, op]
+            if last_mono:
+                end = _first_misfit(amat, foot, first, first + size_last, cap, ops) - first
+                begin = 0  # candidates before ``begin`` leave room for a chosen candidate's dominator
+                for i in range(n - 1):
+                    row = starts[real[i]] + cur[i]
+                    for k in range(doms.shape[1]):
+                        alt = doms[row, k]
+                        if alt < 0 or begin >= end:
+                            break
+                        _swap_coef(amat, coef, P, foot, row, starts[real[i]] + alt)
+                        begin = _first_misfit(amat, foot, first + begin, first + end, cap, ops) - first
+                for c in range(begin, end):
+                    dominated = False
+                    for k in range(doms.shape[1]):
+                        alt = doms[first + c, k]
+                        if alt < 0:
+                            break
+                        if zero[c]:
+                            dominated = _zero_swap_fits(coef, P, foot, first + c, first + alt, cap, ops, tmp)
+                        else:
+                            dominated = alt < end
+                        if dominated:
+                            break
+                    if not dominated:
+                        out = _emit(out, count, cur, real, n, last, c)
+                        count += 1
+                level -= 1
+                continue
+            for c in range(size_last):
+                fits[c] = _fits_coef(amat, foot, first + c, cap, ops)
+                kill[c] = not fits[c]
+            for c in range(size_last):
+                if not fits[c]:
+                    continue
+                for k in range(doms.shape[1]):
+                    alt = doms[first + c, k]
+                    if alt < 0:
+                        break
+                    if zero[c]:
+                        hit = _zero_swap_fits(coef, P, foot, first + c, first + alt, cap, ops, tmp)
+                    else:
+                        hit = fits[alt]
+                    if hit:
+                        kill[c] = True
+                        break
+            for i in range(n - 1):
+                row = starts[real[i]] + cur[i]
+                for k in range(doms.shape[1]):
+                    alt = doms[row, k]
+                    if alt < 0:
+                        break
+                    _swap_coef(amat, coef, P, foot, row, starts[real[i]] + alt)
+                    for c in range(size_last):
+                        if not kill[c] and _fits_coef(amat, foot, first + c, cap, ops):
+                            kill[c] = True
+            for c in range(size_last):
+                if not kill[c]:
+                    out = _emit(out, count, cur, real, n, last, c)
+                    count += 1
+            level -= 1
+            continue
         cur[level] += 1
-        size = starts[level + 1] - starts[level]
-        if cur[level] >= size:
+        g = real[level]
+        if cur[level] >= starts[g + 1] - starts[g]:
             cur[level] = -1
             level -= 1
             continue
-        row = starts[level] + cur[level]
+        row = starts[g] + cur[level]
         for s in range(shapes):
             for op in range(3):
                 part[level + 1, s, op] = part[level, s, op] * foot[row, s, op]
-                probe[s, op] = part[level + 1, s, op] * lo[level + 1, s, op]
-        if not _fits(probe, weights, mem_of, has, cap):
-            continue
-        # Every chosen group's swap, the groups still to come at their largest (at a complete
-        # combination, ``hi`` is 1: the exact check).
+                tmp[s, op] = part[level + 1, s, op] * lo[level + 1, s, op]
+        if not _box_fits(coef, tmp, cap, ops):
+            continue  # overflows even with the smallest candidates still to come
+        # A chosen candidate's dominator that fits even with the largest candidates still to come.
         dominated = False
-        for g in range(level + 1):  # the oldest group first: its swap fails most often
-            if _swap_fits(part[level + 1], foot, starts[g], cur[g], doms, hi[level + 1], weights, mem_of, has,
-                          cap, tmp):
-                dominated = True
-                break
-        if dominated:
-            continue
-        if level < n_groups - 1:
-            # Tighter than ``hi``: a completion that fits takes, from each group still to come, a
-            # candidate that fits with the smallest of the others; their largest footprints bound it.
-            empty = False
-            for s in range(shapes):
-                for op in range(3):
-                    bound[s, op] = 1
-            for g in range(level + 1, n_groups):
-                for s in range(shapes):
-                    for op in range(3):
-                        rest = part[level + 1, s, op]
-                        for h in range(level + 1, n_groups):
-                            if h != g:
-                                rest = rest * mins[h, s, op]
-                        others[s, op] = rest
-                        most[s, op] = 0
-                any_fit = False
-                for c in range(starts[g], starts[g + 1]):
-                    for s in range(shapes):
-                        for op in range(3):
-                            probe[s, op] = others[s, op] * foot[c, s, op]
-                    if _fits(probe, weights, mem_of, has, cap):
-                        any_fit = True
-                        for s in range(shapes):
-                            for op in range(3):
-                                most[s, op] = max(most[s, op], foot[c, s, op])
-                if not any_fit:
-                    empty = True
+        for i in range(level + 1):
+            ri = starts[real[i]] + cur[i]
+            for k in range(doms.shape[1]):
+                alt = doms[ri, k]
+                if alt < 0:
                     break
                 for s in range(shapes):
                     for op in range(3):
-                        bound[s, op] = bound[s, op] * most[s, op]
-            if empty:
-                continue
-            for g in range(level + 1):
-                if _swap_fits(part[level + 1], foot, starts[g], cur[g], doms, bound, weights, mem_of, has, cap, tmp):
+                        tmp[s, op] = part[level + 1, s, op] // max(foot[ri, s, op], 1) * hi[level + 1, s, op] * \
+                            foot[starts[real[i]] + alt, s, op]
+                if _box_fits(coef, tmp, cap, ops):
                     dominated = True
                     break
             if dominated:
-                continue
+                break
+        if not dominated:
             level += 1
-            continue
-        if count == out.shape[0]:
-            bigger = np.empty((2 * out.shape[0], n_groups), dtype=np.int64)
-            bigger[:count] = out[:count]
-            out = bigger
-        out[count] = cur
-        count += 1
     return out[:count].copy()
+
+
+def dominators(cost: np.ndarray, fp: np.ndarray) -> np.ndarray:
+    """(m, width) each candidate's dominators, ascending, -1 padded (width >= 1): the candidates with
+    every cost quantity (``cost``, (m, features)) at most its own, and not identical or identical
+    with a lower index, reduced to those whose footprint (``fp``, (m, f)) no other of them beats
+    (at most it everywhere, below it somewhere)."""
+    m, n_cost = cost.shape
+    n_fp = fp.shape[1]
+    cand = np.empty(m, dtype=np.int64)
+    out = np.full((m, 4), -1, dtype=np.int64)
+    width = 1
+    for a in range(m):
+        n = 0
+        for b in range(m):
+            if b == a:
+                continue
+            below = True
+            same = True
+            for f in range(n_cost):
+                if cost[b, f] > cost[a, f]:
+                    below = False
+                    break
+                if cost[b, f] != cost[a, f]:
+                    same = False
+            if below and (not same or b < a):
+                cand[n] = b
+                n += 1
+        k = 0
+        for jj in range(n):
+            j = cand[jj]
+            beaten = False
+            for ii in range(n):
+                i = cand[ii]
+                if i == j:
+                    continue
+                at_most = True
+                less = False
+                for f in range(n_fp):
+                    if fp[i, f] > fp[j, f]:
+                        at_most = False
+                        break
+                    if fp[i, f] < fp[j, f]:
+                        less = True
+                if at_most and less:
+                    beaten = True
+                    break
+            if not beaten:
+                if k == out.shape[1]:
+                    bigger = np.full((m, 2 * out.shape[1]), -1, dtype=np.int64)
+                    bigger[:, :out.shape[1]] = out
+                    out = bigger
+                out[a, k] = j
+                k += 1
+        width = max(width, k)
+    return out[:, :width].copy()
 
 
 def front(features: np.ndarray) -> np.ndarray:
@@ -218,9 +450,23 @@ def compiled_walk() -> Callable[..., np.ndarray] | None:
         from numba.extending import overload
     except ImportError:  # pragma: no cover - numba is a dependency; this keeps a broken install usable
         return None
-    for fn in (_fits, _swap_fits):  # compiled where ``walk`` calls them
+    for fn in (_fits_coef, _box_fits, _first_misfit, _swap_coef, _zero_swap_fits, _emit):  # compiled where called
         overload(fn, strict=False)(_same(fn))
     return numba.njit(cache=True)(walk)  # type: ignore[no-any-return]
+
+
+@cache
+def compiled_dominators() -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """:func:`dominators` compiled by numba (None when numba is missing or ``TILEPLAN_KERNEL=numpy``)."""
+    from tileplan.cost import compiled
+
+    if compiled.mode() == "numpy":
+        return None
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - numba is a dependency; this keeps a broken install usable
+        return None
+    return numba.njit(cache=True)(dominators)  # type: ignore[no-any-return]
 
 
 def _same(fn: Callable[..., object]) -> Callable[..., Callable[..., object]]:
@@ -245,6 +491,11 @@ def wanted(combinations: float) -> bool:
 def front_wanted(rows: int) -> bool:
     """Whether a Pareto front of ``rows`` candidates should take the compiled loop (as :func:`wanted`)."""
     return _wanted(rows >= MIN_FRONT, "front", compiled_front)
+
+
+def dominators_wanted(rows: int) -> bool:
+    """Whether the dominators of ``rows`` candidates should take the compiled loop (as :func:`wanted`)."""
+    return _wanted(rows >= MIN_DOMINATORS, "dominators", compiled_dominators)
 
 
 def _wanted(big: bool, name: str, loader: Any) -> bool:
