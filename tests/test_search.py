@@ -160,8 +160,8 @@ def test_chosen_mapping_passes_validation_on_presets() -> None:
 @given(small_problem(), st.sampled_from(list(Objective)))
 def test_split_bounds_never_exceed_the_split_optimum(case, objective: Objective) -> None:
     """Both split lower bounds are at most the best cost of every mapping of that split."""
-    from tileplan.search.exhaustive import split_lower_bound, split_tight_bound
     from tileplan.search.space import class_orders, split_options
+    from tileplan.search.split_bounds import split_lower_bound, split_tight_bound
 
     layer, size = case
     problem = Problem(layer, toy_arch(unified=size, burst=8, clusters=2, cores=2))

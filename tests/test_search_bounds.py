@@ -18,7 +18,9 @@ from tileplan.cost.model import evaluate
 from tileplan.cost.problem import Problem, SplitTable
 from tileplan.dims import NDIMS, Operand
 from tileplan.search import exhaustive
-from tileplan.search.exhaustive import (
+from tileplan.search.objective import Objective
+from tileplan.search.space import class_orders, split_options
+from tileplan.search.split_bounds import (
     SplitBounds,
     burst_rates_table,
     input_line_cycles,
@@ -29,8 +31,6 @@ from tileplan.search.exhaustive import (
     split_run_bound,
     split_tight_bound,
 )
-from tileplan.search.objective import Objective
-from tileplan.search.space import class_orders, split_options
 from tileplan.workload.layer import Layer, Precision
 
 FLAT = [{"name": "v", "size": 4, "dims": ["P", "Q", "R", "S"], "mode": "flattened"}]
@@ -206,18 +206,19 @@ def test_burst_rate_bounds_change_no_choice(problem: Problem, objective: Objecti
     import importlib
 
     module = importlib.import_module("tileplan.search.exhaustive")
+    bounds = importlib.import_module("tileplan.search.split_bounds")
     from tileplan.errors import InfeasibleError
 
     try:
         with_rates = module.search_splits(problem, objective)
     except InfeasibleError:
         return
-    real = module.burst_rates_table
-    module.burst_rates_table = lambda p, t: np.zeros((len(t), 4))  # the longest-run rates only
+    real = bounds.burst_rates_table
+    bounds.burst_rates_table = lambda p, t: np.zeros((len(t), 4))  # the longest-run rates only
     try:
         without = module.search_splits(problem, objective)
     finally:
-        module.burst_rates_table = real
+        bounds.burst_rates_table = real
     assert with_rates.best is not None and without.best is not None
     assert with_rates.best[0] == without.best[0] and with_rates.key == without.key
     assert with_rates.rank == without.rank and with_rates.searched <= without.searched
@@ -247,8 +248,8 @@ def test_row_bounds_below_every_mapping(problem: Problem) -> None:
     """``row_compute_bound`` is at most the model's compute cycles of every tile vector and unrolling,
     and ``SplitBounds.row_bounds`` at most every objective of every loop order, on every split."""
     from tileplan.cost.model import compute_cycles, split_tables
-    from tileplan.search.exhaustive import row_compute_bound
     from tileplan.search.space import spatial_options
+    from tileplan.search.split_bounds import row_compute_bound
 
     splits = split_options(problem)
     table = SplitTable.of(problem, splits)

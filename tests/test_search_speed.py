@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from tileplan.cost.model import reload_factors, reload_factors_orders
 from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, NDIMS, OPERANDS
-from tileplan.search.exhaustive import _compulsory_elems
 from tileplan.search.space import class_orders, split_options
+from tileplan.search.split_bounds import _compulsory_elems
 from tileplan.workload.layer import Layer, Precision
 
 
@@ -221,7 +221,7 @@ def test_split_table_equals_the_split_slices(problem: Problem) -> None:
 def _same_bounds(problem: Problem, objectives: list) -> None:
     """Every split bound of the table form equals the scalar one bit for bit."""
     from tileplan.cost.problem import SplitTable
-    from tileplan.search.exhaustive import (
+    from tileplan.search.split_bounds import (
         SplitBounds,
         input_line_cycles,
         input_line_cycles_table,
@@ -301,7 +301,7 @@ def test_line_costs_shared_by_slices_inside_the_tensor_equal_their_own(problem: 
     """Slices of one length whose input window lies inside the tensor share a cached line cost: it is
     each slice's own (computed from its halo table without the cache)."""
     from tileplan.cost.tables import halo_table
-    from tileplan.search.exhaustive import _line_cost
+    from tileplan.search.split_bounds import _line_cost
 
     arch = problem.arch
     for axis, (d_out, d_k) in enumerate(((DIMS[4], DIMS[6]), (DIMS[5], DIMS[7]))):

@@ -24,10 +24,10 @@ from tileplan.parallel import run_parallel
 from tileplan.report import plots
 from tileplan.search import run as run_strategy
 from tileplan.search.eplanner import eplanner_counted
-from tileplan.search.exhaustive import split_lower_bound, split_tight_bound
 from tileplan.search.nest import NO_SPLIT
 from tileplan.search.objective import Objective
 from tileplan.search.space import class_orders
+from tileplan.search.split_bounds import split_lower_bound, split_tight_bound
 from tileplan.workload.layer import Layer, Precision
 from tileplan.workload.network import Network
 

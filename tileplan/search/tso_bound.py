@@ -163,7 +163,7 @@ def slicing_bound(problem: Problem, objective: Objective, grid: CoreGrid) -> flo
     compute on the largest core, every multicast group moving its compulsory bytes once (a sweep's
     tiles cover at least those, reload factors are at least 1) in full bursts. Lowered by a relative
     1e-12 so that rounding never puts it above a candidate's bound."""
-    from tileplan.search.exhaustive import _compulsory_elems
+    from tileplan.search.split_bounds import _compulsory_elems
 
     arch = problem.arch
     prec = problem.precision
