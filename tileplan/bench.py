@@ -186,7 +186,8 @@ def model_rate(arch: str = "eyeriss", network: str = "resnet50", layer: str = "r
                candidates: int = 1 << 20, seed: int = 0, threads: int | None = None) -> ModelRate:
     """Time ``cost.model.evaluate`` on ``candidates`` random mappings (tiles, orders, unrolls) of one
     layer, compiled on ``threads`` threads (default: all) when numba is there (a small warm-up
-    batch first, so compilation or loading the kernel is not timed; the faster of two timed calls)."""
+    batch first, so compilation or loading the kernel is not timed; the fastest of three timed calls:
+    on shared cores a single call varies by up to 2x)."""
     import numpy as np
 
     from tileplan.cost import compiled
@@ -216,7 +217,7 @@ def model_rate(arch: str = "eyeriss", network: str = "resnet50", layer: str = "r
     try:
         used = compiled.threads() if path == "numba" else 1
         seconds = cpu = math.inf
-        for _ in range(2):  # the faster of two calls: the first also pays for fresh output pages
+        for _ in range(3):  # the fastest call: the first also pays for fresh output pages
             c0 = _cpu()
             t0 = time.perf_counter()
             evaluate(problem, batch)
