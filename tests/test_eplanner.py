@@ -164,7 +164,7 @@ def test_pruned_space_and_strategy_registry() -> None:
     assert 0 < count.pruned <= count.evaluated and count.rate < 1e-6
 
 
-def test_eplanner_plans_a_network_fast() -> None:
+def test_eplanner_plans_every_layer_of_a_network() -> None:
     plan = api.plan("vgg16", "eplanner-a", strategy="eplanner", objective="perf-per-byte", jobs=1)
     assert all(lp.mapping is not None for lp in plan.layers if lp.op in ("conv", "fc"))
     with pytest.raises(Exception, match="unknown strategy"):
