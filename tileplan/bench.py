@@ -182,6 +182,22 @@ class ModelRate:
         return self.candidates / self.seconds if self.seconds else 0.0
 
 
+def compile_loops(log: Callable[[str], None] = lambda msg: None) -> float | None:
+    """Compile the kernel's and the search's loops here when numba's cache lacks one (a fresh install),
+    so that the timings measure the compiled path; the seconds it took, or None when nothing was
+    compiled (already cached, or ``TILEPLAN_KERNEL=numpy``)."""
+    from tileplan.cost import compiled, jit
+
+    if jit.mode() == "numpy" or all(jit.on_disk(f) for f in compiled.all_loops()):
+        return None
+    log("compiling the cost kernel and the search's loops first (once per install, about 2 minutes)")
+    t0 = time.perf_counter()
+    compiled.warm_up()
+    seconds = time.perf_counter() - t0
+    log(f"compiled in {seconds:.1f} s")
+    return seconds
+
+
 def model_rate(arch: str = "eyeriss", network: str = "resnet50", layer: str = "res3a_conv2",
                candidates: int = 1 << 20, seed: int = 0, threads: int | None = None) -> ModelRate:
     """Time ``cost.model.evaluate`` on ``candidates`` random mappings (tiles, orders, unrolls) of one
@@ -209,8 +225,8 @@ def model_rate(arch: str = "eyeriss", network: str = "resnet50", layer: str = "r
                          np.zeros((candidates, 3, NDIMS), dtype=bool),
                          uopts[rng.integers(0, len(uopts), size=candidates)],
                          np.tile(MappingBatch.default_layout_codes(), (candidates, 1)), ones, ones)
-    path = "numba" if compiled.wanted(candidates) else "numpy"
-    evaluate(problem, batch.take(np.arange(min(candidates, compiled.MIN_BATCH))))
+    path = "numba" if compiled.wanted() else "numpy"
+    evaluate(problem, batch.take(np.arange(min(candidates, 1000))))
     before = compiled.threads()
     if threads is not None:
         compiled.set_threads(threads)

@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from functools import cache
 from typing import Any, NoReturn, TypeVar
 
 import typer
@@ -74,7 +75,20 @@ def _guard(fn: Callable[[], Any]) -> Any:
         _interrupted()
 
 
+@cache
+def _compile_note() -> None:
+    """Before a command that plans (once per process): when the compiled loops are not built yet (a
+    fresh install that skipped ``make venv``), start building them in the background and say so."""
+    from tileplan.cost import compiled
+
+    if compiled.compile_in_background():
+        err.print("note: compiling tileplan's cost kernel in the background (once per install, about 2 minutes; "
+                  "`python -m tileplan.cost.compiled` does it in the foreground); until it is ready the same "
+                  "numbers come from its slower numpy twin", highlight=False, markup=False)
+
+
 def _progress() -> Progress:
+    _compile_note()
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), TextColumn("{task.fields[label]}"), console=err, transient=True,
                     disable=not err.is_terminal)

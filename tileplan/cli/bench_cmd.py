@@ -26,7 +26,15 @@ def bench(
 ) -> None:
     """Time planning of networks on presets (cold and warm wall time, CPU time, candidates, space,
     peak memory), the raw model throughput on one and on all threads, and a new process's cold start."""
-    from tileplan.bench import bench_table, cold_start, fused_bench_table, model_rate, run_bench, run_fused_bench
+    from tileplan.bench import (
+        bench_table,
+        cold_start,
+        compile_loops,
+        fused_bench_table,
+        model_rate,
+        run_bench,
+        run_fused_bench,
+    )
     from tileplan.report.files import check_output_file, write_text_atomic
 
     def work() -> None:
@@ -37,6 +45,7 @@ def bench(
             raise TileplanError("--repeat must be >= 0 and --jobs >= 1")
         if fuse and max_group < 2:
             raise TileplanError(f"--max-group must be at least 2 (a group fuses two or more layers), got {max_group}")
+        compile_s = compile_loops(log=lambda msg: err.print(msg, highlight=False))
         rows = run_bench(networks.split(","), archs.split(","), strategy=strategy, objective=objective, jobs=jobs,
                          repeat=repeat, log=lambda msg: err.print(msg, highlight=False))
         out.print(bench_table(rows))
@@ -54,7 +63,7 @@ def bench(
         out.print(f"cold start: tileplan plan lenet5 --arch nmp in a new process: {start:.2f} s")
         if json_path:
             data = {"plans": [r.__dict__ for r in rows], "model": [{**r.__dict__, "rate": r.rate} for r in rates],
-                    "cold_start_s": start, "fused": [r.__dict__ for r in fused]}
+                    "cold_start_s": start, "compile_s": compile_s, "fused": [r.__dict__ for r in fused]}
             write_text_atomic(json_path, json.dumps(data, indent=2))
 
     _guard(work)

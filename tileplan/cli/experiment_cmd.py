@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from tileplan.cli.app import _guard, app, err, out
+from tileplan.cli.app import _compile_note, _guard, app, err, out
 from tileplan.errors import TileplanError
 
 
@@ -36,6 +36,7 @@ def experiment(
                                 f"{', '.join(experiments.names()) or 'none yet'}")
         folder = output if output is not None else Path("results") / name
         check_output_folder(folder)
+        _compile_note()
         with err.status(f"experiment {name}", spinner="dots") as status:
             result = experiments.run(name, quick=quick, jobs=jobs, paper_formulas=paper_formulas,
                                      log=lambda msg: status.update(f"experiment {name}: {msg}"))

@@ -1,17 +1,18 @@
 """The compiled path of the cost kernel: ``cost.kernel``'s functions compiled by numba, looping over
 candidates in parallel (``prange``, numba's own 'workqueue' threads: no TBB or OpenMP needed).
 
-Compilation is lazy (the first batch big enough to need it) and cached on disk by numba, so only
-the very first run after installing pays for it (``make venv`` does that run: :func:`warm_up`).
-Small batches never need the compiler: the same functions run vectorised over numpy arrays.
-Set ``TILEPLAN_KERNEL=numpy`` to never compile, ``=numba`` to compile even for small batches.
-numba's cache is keyed by ``cost/kernel.py`` (where the compiled loops are written): after changing
-how this module compiles them, delete ``tileplan/cost/__pycache__/*.nb*``.
+When the compiled loops run instead of their numpy twins (bit-identical results) is ``cost.jit``'s
+rule: by default once numba's on-disk cache holds them, which ``make venv`` (:func:`warm_up`) or the
+first command-line run (:func:`compile_in_background`) sees to; ``TILEPLAN_KERNEL=numba`` compiles
+them here if need be, ``=numpy`` never runs them. numba's cache is keyed by ``cost/kernel.py`` (where
+the compiled loops are written): after changing how this module compiles them, delete
+``tileplan/cost/__pycache__/*.nb*``.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -19,37 +20,20 @@ from typing import Any
 
 import numpy as np
 
-from tileplan.cost import kernel
+from tileplan.cost import jit, kernel
 from tileplan.cost.batch import CostBatch
+from tileplan.cost.jit import mode
 from tileplan.cost.kernel_tables import hoist_words
 
-#: Batches at least this big (candidates x orders) run compiled; once the compiled loops are loaded
-#: in this process or sit in numba's cache, every batch does (a call costs microseconds then).
-MIN_BATCH = 20_000
-MIN_BATCH_LOADED = 1
+
+def wanted() -> bool:
+    """Whether the model's loop (``kernel.model_loop``) runs compiled now (``cost.jit.ready``)."""
+    return jit.ready(kernel.model_loop, loop)
 
 
-@cache
-def _cached() -> bool:
-    """Whether numba's on-disk cache seems to hold the compiled loops (then loading them is cheap)."""
-    folder = Path(kernel.__file__).parent / "__pycache__"
-    return any(folder.glob("kernel.model_loop-*.nbi")) and any(folder.glob("kernel.unroll_loop-*.nbi"))
-
-
-def mode() -> str:
-    """'numpy', 'numba' or 'auto' (the default: compiled for big batches when numba is installed)."""
-    value = os.environ.get("TILEPLAN_KERNEL", "auto").strip().lower()
-    return value if value in ("numpy", "numba") else "auto"
-
-
-def wanted(work: int) -> bool:
-    """Whether a batch of ``work`` candidate evaluations should run compiled."""
-    m = mode()
-    if m == "numpy":
-        return False
-    if m == "auto" and work < (MIN_BATCH_LOADED if loop.cache_info().currsize or _cached() else MIN_BATCH):
-        return False
-    return loop() is not None
+def unroll_wanted() -> bool:
+    """Whether the best-unroll loop (``kernel.unroll_loop``) runs compiled now."""
+    return jit.ready(kernel.unroll_loop, unroll_loop)
 
 
 @cache
@@ -260,19 +244,33 @@ def warm_up() -> None:
     unroll_choice(K, batch.tiles, np.ones((2, 8), dtype=np.int64))
 
 
-@cache
-def preload() -> None:
-    """Load the compiled loops here, once, when numba's on-disk cache has them: worker processes
-    forked from this one then inherit them instead of each loading them again (about 0.6 s of CPU
-    per worker and per pool). Nothing happens when the cache is empty (whichever process first
-    needs a loop compiles it) or under ``TILEPLAN_KERNEL=numpy``."""
+def all_loops() -> list[Callable[..., Any]]:
+    """The Python functions of every compiled loop (the search's too)."""
     from tileplan.search import tile_product
 
-    if mode() == "numpy" or not (_cached() and all(tile_product._cached(name) for name in ("walk", "front",
-                                                                                           "dominators"))):
+    return [kernel.model_loop, kernel.unroll_loop, tile_product.walk, tile_product.front, tile_product.dominators]
+
+
+@cache
+def preload() -> None:
+    """Load the compiled loops here, once, when numba's on-disk cache holds them all: worker processes
+    forked from this one then inherit them instead of each loading them again (about 0.6 s of CPU
+    per worker and per pool). Nothing happens otherwise (a worker loads a loop once the cache holds
+    it) or under ``TILEPLAN_KERNEL=numpy``."""
+    if mode() == "numpy" or not all(jit.on_disk(f) for f in all_loops()):
         return
     warm_up()
 
 
+def compile_in_background() -> bool:
+    """When numba's cache lacks a compiled loop (a fresh install that skipped ``make venv``), compile
+    them all in a low-priority background process while this one runs their numpy twins; True when
+    such a compile is running. The command line calls it before a command that plans."""
+    return jit.compile_in_background(all_loops(), jit.cache_folder(kernel.model_loop))
+
+
 if __name__ == "__main__":
-    warm_up()
+    if sys.argv[1:2] == ["--background"]:
+        jit.background_main(Path(sys.argv[2]), warm_up)
+    else:
+        warm_up()

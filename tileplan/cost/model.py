@@ -164,7 +164,7 @@ def finish(sw: Sweep, order: np.ndarray) -> CostBatch:
 
 def evaluate(problem: Problem, batch: MappingBatch) -> CostBatch:
     """Full costs of every mapping in ``batch`` (one model: stage one then stage two)."""
-    if compiled.wanted(len(batch)):
+    if compiled.wanted():
         return compiled.evaluate(tables_for(problem, batch), batch.tiles, batch.hoist, batch.unroll, batch.order,
                                  batch.layouts, problem.macs, problem.arch.peak_macs_per_cycle(problem.precision.input))
     return finish(sweep(problem, batch), batch.order)
@@ -176,7 +176,7 @@ def evaluate_orders(problem: Problem, batch: MappingBatch, orders: np.ndarray, o
     (``batch.order`` is ignored); stage one runs once per mapping. ``inf`` where it does not fit."""
     code = _OBJECTIVE_CODES[str(objective)]
     n = len(batch)
-    if compiled_path if compiled_path is not None else compiled.wanted(n * len(orders)):
+    if compiled_path if compiled_path is not None else compiled.wanted():
         K = tables_for(problem, batch)
         return compiled.orders(K, batch.tiles, batch.hoist, batch.unroll, batch.layouts, orders, code)
     sw = sweep(problem, batch)
@@ -214,9 +214,9 @@ def _slowest_cycles(K: KernelTables, dd: np.ndarray, n: int, unroll: np.ndarray)
 
 def best_unroll(K: KernelTables, tiles: np.ndarray, options: np.ndarray) -> np.ndarray:
     """(n,) index of the first of the unroll ``options`` ((k, 8)) with the fewest compute cycles of
-    the slowest core shape, for each tile vector of ``tiles`` ((n, 8); compiled for big batches)."""
+    the slowest core shape, for each tile vector of ``tiles`` ((n, 8); compiled when ``cost.jit`` says so)."""
     n = len(tiles)
-    if compiled.wanted(n * len(options)):
+    if compiled.unroll_wanted():
         return compiled.unroll_choice(K, tiles, options)
     T = np.ascontiguousarray(np.asarray(tiles, dtype=np.int64).T)
     dd = _trip_tables(K, T)

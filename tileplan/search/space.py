@@ -167,15 +167,15 @@ class TileGroup:
 
 def _pareto(features: np.ndarray, classes: np.ndarray, *, compiled: bool | None = None) -> np.ndarray:
     """Indices (ascending) of rows not dominated (all features <=, one <) by another row of the
-    same class; exact duplicates keep the first row. Big groups take the compiled loop of
-    ``search.tile_product`` (same rows; ``compiled`` forces the choice)."""
+    same class; exact duplicates keep the first row. It takes the compiled loop of
+    ``search.tile_product`` when it is ready (same rows; ``compiled`` forces the choice)."""
     keep = np.zeros(len(features), dtype=bool)
     one_class = len(classes) == 0 or bool(np.all(classes == classes[:1]))
     for cls in classes[:1] if one_class else np.unique(classes, axis=0):
         idx = np.arange(len(classes)) if one_class else np.nonzero(np.all(classes == cls, axis=1))[0]
         f = features[idx]
         order = np.lexsort(f.T[::-1])
-        walk = tile_product.compiled_front() if (tile_product.front_wanted(len(f)) if compiled is None
+        walk = tile_product.compiled_front() if (tile_product.front_wanted() if compiled is None
                                                  else compiled) else None
         if walk is not None:
             keep[idx[order[walk(np.ascontiguousarray(f[order], dtype=np.int64))]]] = True
@@ -337,9 +337,9 @@ def _dominators(cost: np.ndarray, fp: np.ndarray, *, compiled: bool | None = Non
 
 
 def _dominator_table(cost: np.ndarray, fp: np.ndarray, *, compiled: bool | None = None) -> np.ndarray:
-    """:func:`_dominators` as an (m, width >= 1) table, -1 padded. Big groups take the compiled loop of
-    ``search.tile_product`` (same rows; ``compiled`` forces the choice)."""
-    loop = tile_product.compiled_dominators() if (tile_product.dominators_wanted(len(cost)) if compiled is None
+    """:func:`_dominators` as an (m, width >= 1) table, -1 padded. It takes the compiled loop of
+    ``search.tile_product`` when it is ready (same rows; ``compiled`` forces the choice)."""
+    loop = tile_product.compiled_dominators() if (tile_product.dominators_wanted() if compiled is None
                                                    else compiled) else None
     if loop is not None:
         return np.asarray(loop(np.ascontiguousarray(cost, dtype=np.int64), np.ascontiguousarray(fp, dtype=np.int64)))
@@ -415,8 +415,8 @@ def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 <
 
     Built group by group: partial combinations that overflow a memory even with the smallest
     remaining candidates are dropped, and so are those whose newest candidate has a better swap
-    that fits even with the largest remaining candidates. Big products take the compiled walk of
-    ``search.tile_product`` (same set, same order; ``compiled`` forces the choice)."""
+    that fits even with the largest remaining candidates. It takes the compiled walk of
+    ``search.tile_product`` when it is ready (same set, same order; ``compiled`` forces the choice)."""
     # Largest groups first (the order of the result); the vectorised form builds them in this order:
     # when the small ones come last, dominated partial combinations are dropped before they multiply.
     groups = sorted(groups, key=lambda g: -len(g.tiles))
@@ -427,7 +427,7 @@ def feasible_product(problem: Problem, groups: list[TileGroup], chunk: int = 1 <
     cap = problem.capacity_bytes
     weights = elem_bytes * factor
     if compiled is None:
-        compiled = tile_product.wanted(float(np.prod([float(len(g.tiles)) for g in groups])))
+        compiled = tile_product.wanted()
     if compiled and tile_product.compiled_walk() is not None:
         rows = _compiled_rows(problem, groups, weights, mem_of, cap)
     else:

@@ -27,28 +27,18 @@ tile sizes ascending), the candidates that fit form a prefix and so do those tha
 candidate's dominator kills: one bisection per coefficient vector bounds the survivors. So the
 last group is the largest such group when there is one, and the result is sorted back to the
 lexicographic order of the picks afterwards (``space._compiled_rows``): the same set in the same
-order as the vectorised, breadth-first form. numba compiles the loops lazily (only for big
-inputs) and caches them on disk, like ``cost.compiled``.
+order as the vectorised, breadth-first form. They run compiled when ``cost.jit`` says so (by default
+once numba's on-disk cache holds them), like ``cost.compiled``'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-#: Products (number of combinations of the groups' candidates) at least this big take the compiled
-#: walk; once it is loaded in this process or sits in numba's on-disk cache, every product does.
-MIN_PRODUCT = 50_000
-#: Pareto fronts of at least this many candidates take the compiled loop (the same rule).
-MIN_FRONT = 2_000
-#: Groups of at least this many candidates take the compiled dominator loop (the same rule). Compiling
-#: it costs ~7 s once; the numpy form takes ~0.2 s at 1024 candidates and grows as the square, so a
-#: new install planning small networks (LeNet-5's groups are a few hundred) never waits for it.
-MIN_DOMINATORS = 1024
+from tileplan.cost import jit
 
 
 def _fits_coef(amat: np.ndarray, foot: np.ndarray, row: int, cap: np.ndarray, ops: np.ndarray) -> bool:
@@ -427,9 +417,7 @@ def front(features: np.ndarray) -> np.ndarray:
 @cache
 def compiled_front() -> Callable[[np.ndarray], np.ndarray] | None:
     """:func:`front` compiled by numba (None when numba is missing or ``TILEPLAN_KERNEL=numpy``)."""
-    from tileplan.cost import compiled
-
-    if compiled.mode() == "numpy":
+    if jit.mode() == "numpy":
         return None
     try:
         import numba
@@ -441,9 +429,7 @@ def compiled_front() -> Callable[[np.ndarray], np.ndarray] | None:
 @cache
 def compiled_walk() -> Callable[..., np.ndarray] | None:
     """:func:`walk` compiled by numba (None when numba is missing or ``TILEPLAN_KERNEL=numpy``)."""
-    from tileplan.cost import compiled
-
-    if compiled.mode() == "numpy":
+    if jit.mode() == "numpy":
         return None
     try:
         import numba
@@ -458,9 +444,7 @@ def compiled_walk() -> Callable[..., np.ndarray] | None:
 @cache
 def compiled_dominators() -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
     """:func:`dominators` compiled by numba (None when numba is missing or ``TILEPLAN_KERNEL=numpy``)."""
-    from tileplan.cost import compiled
-
-    if compiled.mode() == "numpy":
+    if jit.mode() == "numpy":
         return None
     try:
         import numba
@@ -476,35 +460,16 @@ def _same(fn: Callable[..., object]) -> Callable[..., Callable[..., object]]:
     return typer
 
 
-@cache
-def _cached(name: str) -> bool:
-    """Whether numba's on-disk cache seems to hold the compiled loop ``name``."""
-    return any((Path(__file__).parent / "__pycache__").glob(f"tile_product.{name}-*.nbi"))
+def wanted() -> bool:
+    """Whether the feasible product takes the compiled walk now (``cost.jit.ready``)."""
+    return jit.ready(walk, compiled_walk)
 
 
-def wanted(combinations: float) -> bool:
-    """Whether a product of ``combinations`` should take the compiled walk (``TILEPLAN_KERNEL``:
-    ``numpy`` never, ``numba`` always, by default for big products or once it is compiled)."""
-    return _wanted(combinations >= MIN_PRODUCT, "walk", compiled_walk)
+def front_wanted() -> bool:
+    """Whether Pareto fronts take the compiled loop now."""
+    return jit.ready(front, compiled_front)
 
 
-def front_wanted(rows: int) -> bool:
-    """Whether a Pareto front of ``rows`` candidates should take the compiled loop (as :func:`wanted`)."""
-    return _wanted(rows >= MIN_FRONT, "front", compiled_front)
-
-
-def dominators_wanted(rows: int) -> bool:
-    """Whether the dominators of ``rows`` candidates should take the compiled loop (as :func:`wanted`)."""
-    return _wanted(rows >= MIN_DOMINATORS, "dominators", compiled_dominators)
-
-
-def _wanted(big: bool, name: str, loader: Any) -> bool:
-    """``loader``: the ``functools.cache``-wrapped function returning the compiled loop."""
-    from tileplan.cost import compiled
-
-    mode = compiled.mode()
-    if mode == "numpy":
-        return False
-    if mode == "auto" and not big and not (loader.cache_info().currsize or _cached(name)):
-        return False
-    return loader() is not None
+def dominators_wanted() -> bool:
+    """Whether dominator lists take the compiled loop now."""
+    return jit.ready(dominators, compiled_dominators)

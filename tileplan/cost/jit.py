@@ -1,0 +1,153 @@
+"""When the compiled loops run, and compiling them once in the background.
+
+numba compiles the cost kernel and the search's loops in about 2 minutes, once per install (``make
+venv`` does it; numba caches the result on disk, next to the source). Until then every loop has a
+numpy twin with bit-identical results, fast enough for whole networks (ResNet-50 on ``nmp`` in about
+10 s instead of 2), so by default nothing waits for the compiler:
+
+- ``TILEPLAN_KERNEL=auto`` (the default): a loop runs compiled when it is loaded in this process or
+  numba's on-disk cache holds it, compiled from its current source for this CPU; otherwise its numpy
+  twin runs. The command line then compiles every loop in a separate, low-priority process
+  (:func:`compile_in_background`); a run re-reads the cache every few seconds, so even a long run
+  switches to the compiled loops when they are ready.
+- ``TILEPLAN_KERNEL=numba``: always compiled (compiling here, if need be).
+- ``TILEPLAN_KERNEL=numpy``: never compiled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+#: Seconds between two reads of numba's cache for a loop it does not hold yet.
+RECHECK_S = 5.0
+#: A background compile that has not finished after this many seconds is presumed dead.
+STALE_LOCK_S = 900.0
+LOCK_NAME = "tileplan-compile.lock"
+
+_held: dict[str, bool] = {}
+_read_at: dict[str, float] = {}
+
+
+def mode() -> str:
+    """'numpy', 'numba' or 'auto' (the default), from ``TILEPLAN_KERNEL``."""
+    value = os.environ.get("TILEPLAN_KERNEL", "auto").strip().lower()
+    return value if value in ("numpy", "numba") else "auto"
+
+
+def on_disk(py_func: Callable[..., Any]) -> bool:
+    """Whether numba's on-disk cache holds ``py_func`` compiled from its current source and bytecode
+    for this CPU (then loading it takes well under a second). Until it does, the cache is read again
+    at most every :data:`RECHECK_S` seconds."""
+    key = f"{py_func.__module__}.{py_func.__qualname__}"
+    if _held.get(key):
+        return True
+    now = time.monotonic()
+    if now - _read_at.get(key, -math.inf) < RECHECK_S:
+        return False
+    _read_at[key] = now
+    _held[key] = found = _cache_holds(py_func)
+    return found
+
+
+def _cache_holds(py_func: Callable[..., Any]) -> bool:
+    source = Path(inspect.getfile(py_func))
+    folder = source.parent / "__pycache__"
+    if os.access(source.parent, os.W_OK) and not any(folder.glob(f"{source.stem}.{py_func.__name__}-*.nbi")):
+        return False  # numba writes next to a writable source: nothing there, no need to import numba
+    try:
+        from numba.core.caching import FunctionCache
+        from numba.core.registry import cpu_target
+
+        index = FunctionCache(py_func)._cache_file._load_index()  # empty when stale or of another numba
+        magic = cpu_target.target_context.codegen().magic_tuple()
+    except Exception:  # noqa: BLE001 - numba missing or its cache unreadable: not cached
+        return False
+    code = hashlib.sha256(py_func.__code__.co_code).hexdigest()
+    return any(k[1] == magic and k[2][0] == code for k in index)
+
+
+def ready(py_func: Callable[..., Any], loader: Any) -> bool:
+    """Whether the compiled ``py_func`` should run now (see the module's docstring); ``loader`` is the
+    ``functools.cache``-wrapped function that returns it compiled (None when numba is missing)."""
+    m = mode()
+    if m == "numpy":
+        return False
+    if m == "auto" and not (loader.cache_info().currsize or on_disk(py_func)):
+        return False
+    return loader() is not None
+
+
+def cache_folder(py_func: Callable[..., Any]) -> Path | None:
+    """The folder numba caches ``py_func`` in (None when numba is missing or can cache nowhere)."""
+    try:
+        from numba.core.caching import FunctionCache
+
+        return Path(FunctionCache(py_func)._cache_path)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def compile_in_background(loops: list[Callable[..., Any]], lock_dir: Path | None) -> bool:
+    """Start ``python -m tileplan.cost.compiled --background LOCK`` (low priority, detached from the
+    terminal, so Ctrl-C on this command does not stop it) when the mode is ``auto`` and numba's cache
+    lacks one of ``loops``. A lock file in ``lock_dir`` keeps it to one such process at a time.
+    True when a compile is running in the background (started now or earlier)."""
+    if mode() != "auto" or lock_dir is None or all(on_disk(f) for f in loops):
+        return False
+    lock = lock_dir / LOCK_NAME
+    try:
+        if lock.exists() and _running(lock):
+            return True
+        lock.unlink(missing_ok=True)
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return True  # another command started it a moment ago
+    except OSError:
+        return False
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "tileplan.cost.compiled", "--background", str(lock)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+    except OSError:
+        os.close(fd)
+        lock.unlink(missing_ok=True)
+        return False
+    os.write(fd, f"{proc.pid}\n".encode())
+    os.close(fd)
+    return True
+
+
+def _running(lock: Path) -> bool:
+    """Whether the compile that wrote ``lock`` still runs: its process exists and the lock is younger
+    than :data:`STALE_LOCK_S` (a lock without a process id yet: it is being started)."""
+    if time.time() - lock.stat().st_mtime >= STALE_LOCK_S:
+        return False
+    text = lock.read_text().strip()
+    if not text.isdigit():
+        return True
+    try:
+        os.kill(int(text), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def background_main(lock: Path, compile_all: Callable[[], None], *, nice: int = 10) -> None:
+    """The background process: compile at a lower priority (``nice``), then remove the lock (also
+    on failure)."""
+    try:
+        os.nice(nice)
+        compile_all()
+    finally:
+        lock.unlink(missing_ok=True)
