@@ -113,6 +113,17 @@ def _split_bound(problem: Problem, split: SplitSlices, objective: Objective, ord
     return float(objective.combine(latency, energy, dram))
 
 
+def _input_line_axis(problem: Problem) -> int | None:
+    """The halo axis (0: rows, 1: columns) of the input's innermost stored dimension in the default
+    layout, or None when the layer reads no input or that dimension is not a halo axis."""
+    from tileplan.mapping import DEFAULT_LAYOUTS
+
+    if not problem.has_operand[Operand.INPUT]:
+        return None
+    innermost = storage_order(Operand.INPUT, DEFAULT_LAYOUTS[Operand.INPUT])[-1]
+    return innermost - 3 if innermost >= 3 else None
+
+
 def input_line_cycles(problem: Problem, split: SplitSlices) -> float | None:
     """DRAM cycles (bytes / bandwidth + bursts x latency) of one sweep of the input's tiles, at least,
     summed over its multicast groups, when no core's window along the innermost input dimension
@@ -131,14 +142,9 @@ def input_line_cycles(problem: Problem, split: SplitSlices) -> float | None:
     bytes' weight by far (a stride-2 1x1 layer reads about twice its used columns, or pays a burst
     per column).
     """
-    from tileplan.mapping import DEFAULT_LAYOUTS
-
-    if not problem.has_operand[Operand.INPUT]:
+    axis = _input_line_axis(problem)
+    if axis is None:
         return None
-    innermost = storage_order(Operand.INPUT, DEFAULT_LAYOUTS[Operand.INPUT])[-1]
-    if innermost < 3:
-        return None
-    axis = innermost - 3
     d_out, d_k = (Dim.P, Dim.R) if axis == 0 else (Dim.Q, Dim.S)
     size = problem.in_h if axis == 0 else problem.in_w
     kernel = int(problem.dims[d_k])
@@ -488,14 +494,9 @@ def burst_rates_table(problem: Problem, table: SplitTable) -> np.ndarray:
 def input_line_cycles_table(problem: Problem, table: SplitTable) -> np.ndarray | None:
     """(splits,) :func:`input_line_cycles` of every split of ``table``, NaN where it is None (None:
     None for every split)."""
-    from tileplan.mapping import DEFAULT_LAYOUTS
-
-    if not problem.has_operand[Operand.INPUT]:
+    axis = _input_line_axis(problem)
+    if axis is None:
         return None
-    innermost = storage_order(Operand.INPUT, DEFAULT_LAYOUTS[Operand.INPUT])[-1]
-    if innermost < 3:
-        return None
-    axis = innermost - 3
     d_out = Dim.P if axis == 0 else Dim.Q
     size = problem.in_h if axis == 0 else problem.in_w
     spans = table.input_span(problem, axis)
