@@ -134,6 +134,34 @@ def grouped_bars(categories: Sequence[str], series: Mapping[str, Sequence[float]
     return fig
 
 
+def bar_panels(categories: Sequence[str], panels: Sequence[tuple[str, Mapping[str, Sequence[float]]]], *,
+               title: str, xlabel: str = "", log: bool = False) -> Figure:
+    """Grouped bars in side-by-side panels that share the categories, one panel per unit: ``panels``
+    is ``[(ylabel with its unit, {series: values}), ...]``, so no axis mixes units (kB beside %,
+    uJ beside cycles)."""
+    fig = _figure(max(len(categories) * len(panels), 8))
+    fig.set_size_inches(max(fig.get_size_inches()[0], 3.4 * len(panels) + 1.0), fig.get_size_inches()[1])
+    with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
+        axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (ylabel, series) in zip(axes, panels, strict=True):
+        k = max(1, len(series))
+        width = 0.8 / k
+        for j, (name, values) in enumerate(series.items()):
+            xs = [i - 0.4 + width * (j + 0.5) for i in range(len(categories))]
+            ax.bar(xs, [float(v) for v in values], width=width, label=name)
+        if log:
+            ax.set_yscale("log")
+        ax.set_ylabel(ylabel)
+        ax.set_xlabel(xlabel)
+        ax.grid(True, alpha=0.3)
+        ax.set_axisbelow(True)
+        _category_axis(ax, categories)
+        if k > 1:
+            ax.legend(loc="best")
+    fig.suptitle(title)
+    return fig
+
+
 def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], *, title: str, xlabel: str, ylabel: str,
           logx: bool = False, logy: bool = False, xticks: Sequence[str] | None = None) -> Figure:
     """A metric against a sweep parameter, one line per series (e.g. DRAM access vs buffer size);
