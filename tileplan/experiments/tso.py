@@ -171,14 +171,14 @@ def _absolute_why(n: str, plan: NetworkPlan, paper_us: float) -> str:
     rest = paper_us - ours_us - roof_us
     layers = sum(1 for lp in plan.layers if lp.cost.macs)
     text = (f"modelled {paper_us / ours_us:.2f}x faster than the board ({ours_us:,.1f} vs {paper_us:,.0f} us): "
-            f"the model computes at the nominal 256 GMAC/s and moves DRAM at the nominal 17 GB/s (compute {1 - t.dram_share:.0%} "
-            f"of our time, DRAM {t.dram_share:.0%}); the board's measured {MEASURED_ROOF_GMACS:.0f} GMAC/s roof "
-            f"accounts for at most {roof_us:,.1f} us of the gap")
+            f"the model computes at the nominal 256 GMAC/s and moves DRAM at the nominal 17 GB/s "
+            f"(compute {1 - t.dram_share:.0%} of our time, DRAM {t.dram_share:.0%}); the board's measured "
+            f"{MEASURED_ROOF_GMACS:.0f} GMAC/s roof accounts for at most {roof_us:,.1f} us of the gap")
     if rest > 0:
         text += (f", the other {rest:,.0f} us ({rest / max(layers, 1):,.1f} us per layer over {layers} layers) are "
-                 "board effects the model does not have and the paper does not break down: its lower measured DRAM roof (one "
-                 "DMA engine per cluster serves 8 cores), per-transfer DMA set-up, synchronisation and RISC-V code "
-                 "(T_SW, under 5 % per the paper)")
+                 "board effects the model does not have and the paper does not break down: its lower measured "
+                 "DRAM roof (one DMA engine per cluster serves 8 cores), per-transfer DMA set-up, synchronisation "
+                 "and RISC-V code (T_SW, under 5 % per the paper)")
     return text
 
 
