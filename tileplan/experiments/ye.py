@@ -389,6 +389,9 @@ def _window_why(points: list[Point], label: str, vs: str, lo: int, hi: int, best
             f"{vs} {best.dram[vs] / 1e6:.2f} MB, {_pairs(best)}; "
             + "; ".join(f"at {p.kb} K words {_reduction(p.dram['hybrid'], p.dram[vs]):.1f} %, {_pairs(p)}"
                         for p in ends))
+    if label == "resnext50":
+        text += ("; ResNeXt's pairs are a 1x1 conv feeding the grouped 3x3 conv (C = 32), whose input cannot be taken "
+                 "in channel chunks in our model, so ir2l and pr2l must hold the whole intermediate tile")
     if label == "alexnet_b3":
         one = _window(points, "alexnet1t_b3", lo, hi)
         if one:
