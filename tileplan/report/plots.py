@@ -266,6 +266,54 @@ def network_graph(names: Sequence[str], inputs: Mapping[str, Sequence[str]], *, 
     return fig
 
 
+#: Bare unit names: a y label made of two of them ("kB / %") mixes units on one axis.
+_UNITS = {"kb", "mb", "gb", "b", "bytes", "%", "uj", "mj", "pj", "j", "cycles", "mcycles", "kcycles", "s", "ms", "us",
+          "gmac/s", "macs", "words"}
+
+
+def _numeric(tick: str) -> bool:
+    if "10^" in tick:
+        return True
+    try:
+        float(tick.replace("\u2212", "-").replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
+def figure_problems(fig: Figure) -> list[str]:
+    """What makes ``fig`` hard to read, as sentences (empty: none): an axes without a y label, a
+    y label that joins two units ("kB / %", "uJ / Mcycles": draw two panels, :func:`bar_panels`),
+    no title, or a title that does not fit in the figure. Renders the figure once (Agg)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    problems: list[str] = []
+    canvas = FigureCanvasAgg(fig)
+    with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
+        canvas.draw()
+    renderer = canvas.get_renderer()
+    width = fig.bbox.width
+    sup = getattr(fig, "_suptitle", None)  # matplotlib keeps the suptitle here (no public getter before 3.10)
+    titles = [sup] if sup is not None and sup.get_text() else []
+    for i, ax in enumerate(fig.axes):
+        label = ax.get_ylabel().strip()
+        ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+        if not label and any(_numeric(t) for t in ticks):
+            problems.append(f"axes {i} has numbers but no y label (say what is plotted, in which unit)")
+        parts = [p.strip().lower() for p in label.replace("(", " ").replace(")", " ").split(" / ")]
+        if len(parts) > 1 and all(p in _UNITS for p in parts):
+            problems.append(f"axes {i}: y label {label!r} mixes units on one axis (use two panels)")
+        if ax.get_title():
+            titles.append(ax.title)
+    if not titles:
+        problems.append("the figure has no title")
+    for t in titles:
+        box = t.get_window_extent(renderer)
+        if box.x0 < -1 or box.x1 > width + 1:
+            problems.append(f"title {t.get_text()!r} is wider than the figure ({box.width:.0f} > {width:.0f} px)")
+    return problems
+
+
 def figure_bytes(fig: Figure, fmt: str) -> bytes:
     """The figure rendered as ``png`` (150 dpi) or ``svg`` (no timestamp)."""
     buf = io.BytesIO()
