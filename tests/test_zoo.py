@@ -123,8 +123,8 @@ REFERENCES: dict[str, Published] = {
 
 
 def test_registry_order_and_lookup() -> None:
-    assert zoo.names() == ["lenet5", "alexnet", "alexnet_grouped", "vgg16", "vgg19", "resnet18", "resnet50", "resnext50",
-                           "mobilenetv2", "squeezenet1_0", "squeezenet1_1", "googlenet", "inceptionv3",
+    assert zoo.names() == ["lenet5", "alexnet", "alexnet_grouped", "vgg16", "vgg19", "resnet18", "resnet50",
+                           "resnext50", "mobilenetv2", "squeezenet1_0", "squeezenet1_1", "googlenet", "inceptionv3",
                            "densenet121", "yolov2", "tinyyolov2"]
     assert list(REFERENCES) == zoo.names()
     assert zoo.get("SqueezeNet-1_1").name == "squeezenet1_1"

@@ -8,6 +8,7 @@ Functions return a matplotlib ``Figure`` built without pyplot (no global state, 
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +31,17 @@ def _figure(n_categories: int = 0, *, height: float = 3.6) -> Figure:
     return fig
 
 
+def _wrap(fig: Figure, title: str, share: float = 0.8) -> str:
+    """``title`` broken into lines that fit ``share`` of the figure's width (about 9 px per character
+    at the 10-point title size), so no title is clipped."""
+    chars = max(20, int(fig.get_size_inches()[0] * fig.dpi * share / 9.0))
+    return "\n".join(textwrap.wrap(title, chars)) if len(title) > chars else title
+
+
 def _axes(fig: Figure, title: str, xlabel: str, ylabel: str):  # type: ignore[no-untyped-def]
     with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
         ax = fig.add_subplot()
-    ax.set_title(title)
+    ax.set_title(_wrap(fig, title))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)
@@ -158,7 +166,7 @@ def bar_panels(categories: Sequence[str], panels: Sequence[tuple[str, Mapping[st
         _category_axis(ax, categories)
         if k > 1:
             ax.legend(loc="best")
-    fig.suptitle(title)
+    fig.suptitle(_wrap(fig, title, 0.95))
     return fig
 
 
