@@ -175,6 +175,8 @@ class ExperimentResult:
     quick: bool = False
     #: What a ``--quick`` run leaves out (e.g. "LeNet-5 only"), said beside every number it changes.
     quick_scope: str = "reduced workload"
+    #: (what the paper shows, why it is not reproduced here): hardware, data or tools we do not run.
+    not_reproduced: list[tuple[str, str]] = field(default_factory=list)
 
     def table(self, name: str, rows: Sequence[dict[str, Any]]) -> None:
         """Add a table (one CSV file, ``name.csv``); rows are dicts with the same keys."""
@@ -211,6 +213,11 @@ class ExperimentResult:
         """A paragraph for the summary (method, assumptions, beyond-the-paper findings)."""
         self.notes.append(text)
 
+    def cannot_reproduce(self, what: str, why: str) -> None:
+        """Record a figure, table or number of the paper that this experiment does not reproduce, and
+        why (it needs hardware, data sets or frameworks we do not run)."""
+        self.not_reproduced.append((what, why))
+
     def unexplained(self) -> list[Comparison]:
         """Comparisons differing by over 10 % without an explanation (should be none)."""
         return [c for c in self.comparisons if c.differs and not c.explanation]
@@ -246,6 +253,10 @@ def summary_markdown(result: ExperimentResult) -> str:
         differing = sum(c.differs for c in result.comparisons)
         lines += ["", f"{len(result.comparisons)} paper numbers compared; {differing} differ by more than "
                   f"{TOLERANCE:.0%}, {len(result.unexplained())} of them unexplained.", ""]
+    if result.not_reproduced:
+        lines += ["## Not reproduced", ""]
+        lines += [f"- **{what}**: {why}" for what, why in result.not_reproduced]
+        lines.append("")
     if result.notes:
         lines += ["## Notes", ""]
         for n in result.notes:
