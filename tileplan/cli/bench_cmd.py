@@ -7,8 +7,7 @@ from pathlib import Path
 
 import typer
 
-from tileplan import api
-from tileplan.cli.app import OBJECTIVE_HELP, STRATEGY_HELP, _guard, app, err, out
+from tileplan.cli.app import OBJECTIVE_HELP, STRATEGY_HELP, _guard, app, check_names, err, out
 from tileplan.errors import TileplanError
 
 
@@ -26,6 +25,8 @@ def bench(
 ) -> None:
     """Time planning of networks on presets (cold and warm wall time, CPU time, candidates, space,
     peak memory), the raw model throughput on one and on all threads, and a new process's cold start."""
+    check_names((strategy,), objective)
+    from tileplan import api
     from tileplan.bench import (
         bench_table,
         cold_start,
