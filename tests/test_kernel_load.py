@@ -1,6 +1,8 @@
 """Loading the compiled loops from numba's cache skips numba's typing and lowering registries
 (``cost.jit.load``): a fresh process that plans on the cached loops gets exactly the numbers of the
-numpy twins, and never imports the registry modules that numba loads only to compile."""
+numpy twins, and never imports the registry modules that numba loads only to compile (a few of
+them stand for the ~60 it loads; ``numba.np.arrayobj`` and what it imports are loaded anyway when a
+loop that allocates is read, its environment names that module)."""
 
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ loaded = {name: len(f().overloads) for name, f in (("model_loop", compiled.loop)
           ("walk", tile_product.compiled_walk), ("front", tile_product.compiled_front),
           ("dominators", tile_product.compiled_dominators))}
 print(json.dumps({"plan": plan.to_json(), "loaded": loaded,
-                  "registries": [m for m in ("numba.cpython.unicode", "numba.np.linalg", "numba.typed.typeddict")
+                  "registries": [m for m in ("numba.np.linalg", "numba.typed.typeddict", "numba.cpython.setobj",
+                                             "numba.np.npdatetime", "numba.np.random.generator_core")
                                  if m in sys.modules]}))
 """
 
