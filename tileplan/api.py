@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tileplan import arch as arch_mod
 from tileplan.arch.overrides import apply_overrides
@@ -31,7 +31,6 @@ from tileplan.fusion.search import GroupResult
 from tileplan.mapping import Mapping
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
-from tileplan.program.correlation import Correlation
 from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
 from tileplan.search import run as run_strategy
 from tileplan.search.exhaustive import SplitSearch, merge_split_searches, search_splits
@@ -42,6 +41,9 @@ from tileplan.search.space import split_options
 from tileplan.workload import zoo
 from tileplan.workload.layer import Layer, OpKind, Precision
 from tileplan.workload.network import Network
+
+if TYPE_CHECKING:
+    from tileplan.program.correlation import Correlation
 
 __all__ = ["Mapping", "compare", "evaluate", "load_arch", "load_network", "plan", "plan_layer"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from tileplan import api
 from tileplan.cli.app import (
     ARCH_HELP,
     MODEL_HELP,
@@ -18,11 +18,14 @@ from tileplan.cli.app import (
     _guard,
     _progress,
     app,
+    check_names,
     out,
 )
 from tileplan.errors import TileplanError
-from tileplan.fusion.plan import FusionPlan
-from tileplan.workload.network import Network
+
+if TYPE_CHECKING:
+    from tileplan.fusion.plan import FusionPlan
+    from tileplan.workload.network import Network
 
 
 @app.command()
@@ -60,6 +63,8 @@ def plan(
 ) -> None:
     """Find the best mapping of every layer of MODEL and print a per-layer table with totals
     (with --fuse: the best cut into fused groups and single layers)."""
+    check_names((strategy,), objective)
+    from tileplan import api
     from tileplan.report.files import check_output_file, check_output_folder, make_output_folder, write_text_atomic
     from tileplan.report.tables import plan_csv, plan_summary, plan_table
 
@@ -142,6 +147,7 @@ def eval_cmd(
     """Cost one given mapping of one layer (model mode), with a clear error if it is invalid."""
     from dataclasses import asdict
 
+    from tileplan import api
     from tileplan.mapping import Mapping
     from tileplan.report.tables import number
 
