@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, OPERANDS, Dim, Operand
 from tileplan.errors import InfeasibleError, MappingError, TileplanError, WorkloadError
 from tileplan.fusion.group import FusedGroup
+from tileplan.interop.tlyaml import timeloop_keys
 from tileplan.fusion.plan import FusionPlan
 from tileplan.fusion.search import GroupResult
 from tileplan.mapping import Mapping
@@ -98,16 +100,29 @@ def check_options(*, strategy: str = "exhaustive", objective: str | Objective = 
 def load_arch(spec: str | Path | Arch, overrides: Sequence[str] = ()) -> Arch:
     """An accelerator from an ``Arch``, a preset name, a YAML file or an e-PlaNNer JSON file, with
     ``overrides`` (``"dram.bandwidth_bytes_per_s=8e9"``, see :mod:`tileplan.arch.overrides`) applied."""
-    arch = spec if isinstance(spec, Arch) else arch_mod.load(spec)
+    if not isinstance(spec, Arch) and "architecture" in timeloop_keys(spec):
+        from tileplan.interop.timeloop_arch import load_timeloop_arch, to_arch
+
+        arch = to_arch(load_timeloop_arch(spec))
+    else:
+        arch = spec if isinstance(spec, Arch) else arch_mod.load(spec)
     return apply_overrides(arch, overrides) if overrides else arch
 
 
 def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported: bool = False) -> Network:
-    """A network from a ``Network``, a zoo name or an ``.onnx`` file."""
+    """A network from a ``Network``, a zoo name, an ``.onnx`` file, or Timeloop v0.4 problem files (one, a
+    comma-separated list, or a folder of them: one layer each)."""
     if isinstance(spec, Network):
         return spec
     check_options(batch=batch)
     text = str(spec)
+    parts = text.split(",")
+    if Path(text).is_dir() or all("problem" in timeloop_keys(p) for p in parts):
+        from tileplan.interop.timeloop_problem import load_problems
+
+        network = load_problems(list(parts))
+        return network if batch == 1 else Network(network.name, tuple(replace(la, n=la.n * batch) for la in
+                                                                       network.layers), network.input_shape)
     if text.lower().endswith(".onnx") or Path(text).is_file():
         from tileplan.workload.onnx_import import load_onnx
 
@@ -187,6 +202,48 @@ def evaluate(layer: Layer, arch: str | Path | Arch, mapping: Mapping, *,
         over.extend(level_problems)
         raise MappingError(f"mapping does not fit layer {layer.name!r} on {a.name}: " + "; ".join(over))
     return LayerCost.from_batch(costs, 0, a.dram_bytes_per_cycle)
+
+
+def timeloop_mapping(layer: Layer, arch: str | Path, mapping: str | Path, *, dram_only: bool = False
+                     ) -> tuple[Arch, Mapping]:
+    """The tileplan accelerator and mapping of a Timeloop mapping file for ``layer`` on the Timeloop
+    architecture file ``arch`` (the mapping's keep/bypass directives shape the accelerator's
+    memories). ``dram_only``: the DRAM level alone, for mappings whose per-PE part tileplan cannot
+    represent (see ``interop.timeloop_mapping``)."""
+    from tileplan.interop.timeloop_arch import load_timeloop_arch, to_arch
+    from tileplan.interop.timeloop_mapping import load_mapping, to_tileplan
+
+    if "architecture" not in timeloop_keys(arch):
+        raise MappingError(f"a Timeloop mapping ({mapping}) is read against the Timeloop architecture it was made "
+                           f"for: pass --arch ARCH.yaml (a file with a top-level 'architecture:')")
+    tl = load_timeloop_arch(arch)
+    tm = load_mapping(mapping, layer, tl)
+    m, _ = to_tileplan(tm, layer, tl, str(mapping), dram_only=dram_only)
+    return to_arch(tl, keep=tm.datatype), m
+
+
+def write_timeloop(plan: NetworkPlan, network: Network, arch: str | Path, folder: str | Path) -> list[Path]:
+    """Write every planned layer of ``plan`` as ``LAYER.problem.yaml`` and ``LAYER.map.yaml`` (Timeloop
+    v0.4) into ``folder``, for the Timeloop architecture file ``arch``; returns the paths written."""
+    from tileplan.interop.timeloop_arch import load_timeloop_arch
+    from tileplan.interop.timeloop_export import mapping_yaml, to_timeloop
+    from tileplan.interop.timeloop_problem import problem_yaml
+    from tileplan.files import make_output_folder, write_text_atomic
+
+    tl = load_timeloop_arch(arch)
+    texts: list[tuple[str, str]] = []
+    for lp in plan.layers:
+        if lp.mapping is None:
+            continue
+        layer = network[lp.name]
+        texts.append((f"{lp.name}.problem.yaml", problem_yaml(layer)))
+        texts.append((f"{lp.name}.map.yaml", mapping_yaml(to_timeloop(lp.mapping, layer, tl))))
+    out = make_output_folder(folder)
+    paths = []
+    for name, text in texts:
+        write_text_atomic(out / name, text)
+        paths.append(out / name)
+    return paths
 
 
 def plan_layer(layer: Layer, arch: Arch, *, strategy: str = "exhaustive", objective: str | Objective = "latency",
