@@ -12,8 +12,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,9 @@ from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, OPERANDS, Dim, Operand
 from tileplan.errors import InfeasibleError, MappingError, TileplanError, WorkloadError
 from tileplan.fusion.group import FusedGroup
-from tileplan.interop.tlyaml import timeloop_keys
 from tileplan.fusion.plan import FusionPlan
 from tileplan.fusion.search import GroupResult
+from tileplan.interop.tlyaml import timeloop_keys
 from tileplan.mapping import Mapping
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
@@ -225,10 +225,10 @@ def timeloop_mapping(layer: Layer, arch: str | Path, mapping: str | Path, *, dra
 def write_timeloop(plan: NetworkPlan, network: Network, arch: str | Path, folder: str | Path) -> list[Path]:
     """Write every planned layer of ``plan`` as ``LAYER.problem.yaml`` and ``LAYER.map.yaml`` (Timeloop
     v0.4) into ``folder``, for the Timeloop architecture file ``arch``; returns the paths written."""
+    from tileplan.files import make_output_folder, write_text_atomic
     from tileplan.interop.timeloop_arch import load_timeloop_arch
     from tileplan.interop.timeloop_export import mapping_yaml, to_timeloop
     from tileplan.interop.timeloop_problem import problem_yaml
-    from tileplan.files import make_output_folder, write_text_atomic
 
     tl = load_timeloop_arch(arch)
     texts: list[tuple[str, str]] = []

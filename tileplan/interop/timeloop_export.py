@@ -43,7 +43,8 @@ def _exact(whole: int, part: int, what: str) -> int:
 
 def _spread(fanout: dict[str, int], tl: TimeloopArch) -> dict[str, Loops]:
     """Fan-out factors over the spatial levels' meshX then meshY, largest dimension first."""
-    slots = [(lv.name, axis, cap) for lv in tl.spatial_levels() for axis, cap in (("X", lv.fanout_x), ("Y", lv.fanout_y))]
+    slots = [(lv.name, axis, cap) for lv in tl.spatial_levels()
+             for axis, cap in (("X", lv.fanout_x), ("Y", lv.fanout_y))]
     room = [cap for _, _, cap in slots]
     placed: list[dict[str, int]] = [{} for _ in slots]
     for d, f in sorted(fanout.items(), key=lambda kv: -kv[1]):

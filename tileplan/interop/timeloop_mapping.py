@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tileplan.dims import DIMS, Dim
 from tileplan.errors import MappingError
 from tileplan.interop.timeloop_arch import SPACES, TimeloopArch
@@ -119,7 +117,8 @@ def parse_mapping(doc: Any, source: str, layer: Layer, tl: TimeloopArch) -> TLMa
         target, kind = str(item["target"]), str(item["type"])
         where = f"{where} ({target} {kind})"
         if target not in tl.names:
-            raise MappingError(f"{where}: unknown level {target!r}; the architecture's levels are {', '.join(tl.names)}")
+            raise MappingError(f"{where}: unknown level {target!r}; the architecture's levels are "
+                               f"{', '.join(tl.names)}")
         if (target, kind) in out.order:
             raise MappingError(f"{where}: a second {kind} directive for {target}")
         if kind == "datatype":

@@ -32,7 +32,7 @@ TL_TO_DIM = {"N": "N", "G": "G", "M": "K", "C": "C", "P": "P", "Q": "Q", "R": "R
 DIM_TO_TL = {v: k for k, v in TL_TO_DIM.items()}
 _COEFFS = ("Wstride", "Hstride", "Wdilation", "Hdilation")
 _EXTRA = ("W", "H", "Wpad", "Hpad", "densities")
-_STANDARD = {  # data space -> projection (one list of (dim, coefficient) terms per tensor axis)
+_STANDARD: dict[str, list[list[tuple[str, str | None]]]] = {  # data space -> projection (one list of (dim, coefficient) terms per tensor axis)
     "Weights": [[("C", None)], [("M", None)], [("R", None)], [("S", None)]],
     "Inputs": [[("N", None)], [("C", None)], [("R", "Wdilation"), ("P", "Wstride")],
                [("S", "Hdilation"), ("Q", "Hstride")]],
@@ -112,7 +112,8 @@ def layer_from_problem(doc: Any, source: str, name: str) -> Layer:
     co = {k: _positive(inst, k, 1, source) for k in _COEFFS}
     pads = {k: _positive(inst, k, 0, source, low=0) for k in ("Wpad", "Hpad")}
     sizes = []
-    for axis, out_dim, ker, stride, dil in (("W", "P", "R", "Wstride", "Wdilation"), ("H", "Q", "S", "Hstride", "Hdilation")):
+    axes = (("W", "P", "R", "Wstride", "Wdilation"), ("H", "Q", "S", "Hstride", "Hdilation"))
+    for axis, out_dim, ker, stride, dil in axes:
         window = (d[out_dim] - 1) * co[stride] + (d[ker] - 1) * co[dil] + 1
         pad = pads[f"{axis}pad"]
         size = _positive(inst, axis, max(window - 2 * pad, 1), source)
