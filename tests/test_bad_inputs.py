@@ -296,6 +296,8 @@ CASES = [
          "pass --arch ARCH.yaml", TL_FILES),
     Case("tl-emit-without-tl-arch", ["plan", "p.yaml", "--arch", "eyeriss", "--emit-timeloop", "out"],
          "--emit-timeloop writes a Timeloop mapping", TL_FILES),
+    Case("tl-emit-two-level-plan", ["plan", "p.yaml", "--arch", "a.yaml", "--emit-timeloop", "out"],
+         "plan with --strategy marvel", TL_FILES),
     Case("tl-folder-without-problems", ["plan", "d", "--arch", "eyeriss"], "holds no Timeloop problem files",
          {"d/x.txt": "nothing"}),
 ]

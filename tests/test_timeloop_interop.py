@@ -166,3 +166,28 @@ def test_optimum_never_worse_than_the_mapper(design: str) -> None:
     d = run_design(GOLD / design, search=True)
     assert not math.isnan(d.optimum_latency)
     assert d.optimum_latency <= d.mapper_latency
+
+
+def test_cli_eval_and_emit_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`eval PROBLEM --arch ARCH --mapping MAP` costs Timeloop's mapping; `plan --emit-timeloop` writes
+    the chosen mapping, which `eval` reads back to exactly the plan's cost."""
+    import json
+
+    from tileplan.cli import run
+
+    problem, arch = str(EYE / "problem.yaml"), str(EYE / "arch.yaml")
+    assert run(["eval", problem, "--arch", arch, "--mapping", str(EYE / "map.yaml"), "--json"]) == 0
+    cost = json.loads(capsys.readouterr().out)
+    assert (cost["dram_input_bytes"], cost["dram_weight_bytes"], cost["compute_cycles"]) == (155925, 13824, 86016)
+    out = tmp_path / "tl"
+    plan_json = tmp_path / "plan.json"
+    assert run(["plan", problem, "--arch", arch, "--strategy", "marvel-joint", "--emit-timeloop", str(out),
+                "--json", str(plan_json), "--jobs", "1"]) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in out.iterdir()) == ["problem.map.yaml", "problem.problem.yaml"]
+    planned = json.loads(plan_json.read_text())["layers"][0]["cost"]
+    assert run(["eval", str(out / "problem.problem.yaml"), "--arch", arch, "--mapping", str(out / "problem.map.yaml"),
+                "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    for key in ("latency_cycles", "dram_input_bytes", "dram_weight_bytes", "dram_output_bytes", "compute_cycles"):
+        assert again[key] == planned[key], key

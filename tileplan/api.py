@@ -207,43 +207,24 @@ def evaluate(layer: Layer, arch: str | Path | Arch, mapping: Mapping, *,
 def timeloop_mapping(layer: Layer, arch: str | Path, mapping: str | Path, *, dram_only: bool = False
                      ) -> tuple[Arch, Mapping]:
     """The tileplan accelerator and mapping of a Timeloop mapping file for ``layer`` on the Timeloop
-    architecture file ``arch`` (the mapping's keep/bypass directives shape the accelerator's
-    memories). ``dram_only``: the DRAM level alone, for mappings whose per-PE part tileplan cannot
-    represent (see ``interop.timeloop_mapping``)."""
-    from tileplan.interop.timeloop_arch import load_timeloop_arch, to_arch
-    from tileplan.interop.timeloop_mapping import load_mapping, to_tileplan
+    architecture file ``arch`` (see :func:`tileplan.interop.timeloop.read_mapping`)."""
+    from tileplan.interop.timeloop import read_mapping
 
-    if "architecture" not in timeloop_keys(arch):
-        raise MappingError(f"a Timeloop mapping ({mapping}) is read against the Timeloop architecture it was made "
-                           f"for: pass --arch ARCH.yaml (a file with a top-level 'architecture:')")
-    tl = load_timeloop_arch(arch)
-    tm = load_mapping(mapping, layer, tl)
-    m, _ = to_tileplan(tm, layer, tl, str(mapping), dram_only=dram_only)
-    return to_arch(tl, keep=tm.datatype), m
+    return read_mapping(layer, arch, mapping, dram_only=dram_only)
+
+
+def multi_level_strategy(strategy: str) -> bool:
+    """Whether ``strategy`` chooses multi-level mappings (an on-chip level below the DRAM tiles)."""
+    return strategy in LEVEL_STRATEGIES
 
 
 def write_timeloop(plan: NetworkPlan, network: Network, arch: str | Path, folder: str | Path) -> list[Path]:
     """Write every planned layer of ``plan`` as ``LAYER.problem.yaml`` and ``LAYER.map.yaml`` (Timeloop
     v0.4) into ``folder``, for the Timeloop architecture file ``arch``; returns the paths written."""
-    from tileplan.files import make_output_folder, write_text_atomic
-    from tileplan.interop.timeloop_arch import load_timeloop_arch
-    from tileplan.interop.timeloop_export import mapping_yaml, to_timeloop
-    from tileplan.interop.timeloop_problem import problem_yaml
+    from tileplan.interop.timeloop import write_files
 
-    tl = load_timeloop_arch(arch)
-    texts: list[tuple[str, str]] = []
-    for lp in plan.layers:
-        if lp.mapping is None:
-            continue
-        layer = network[lp.name]
-        texts.append((f"{lp.name}.problem.yaml", problem_yaml(layer)))
-        texts.append((f"{lp.name}.map.yaml", mapping_yaml(to_timeloop(lp.mapping, layer, tl))))
-    out = make_output_folder(folder)
-    paths = []
-    for name, text in texts:
-        write_text_atomic(out / name, text)
-        paths.append(out / name)
-    return paths
+    return write_files([(network[lp.name], lp.mapping) for lp in plan.layers if lp.mapping is not None], arch,
+                       folder)
 
 
 def plan_layer(layer: Layer, arch: Arch, *, strategy: str = "exhaustive", objective: str | Objective = "latency",

@@ -83,6 +83,9 @@ def plan(
             if fuse or "architecture" not in timeloop_keys(arch):
                 raise TileplanError("--emit-timeloop writes a Timeloop mapping for the Timeloop architecture it "
                                     "targets: pass --arch ARCH.yaml (a Timeloop v0.4 file) and no --fuse")
+            if not api.multi_level_strategy(strategy):
+                raise TileplanError(f"--emit-timeloop writes multi-level mappings; strategy {strategy!r} makes "
+                                    f"two-level ones: plan with --strategy marvel or marvel-joint")
         options = api.strategy_options(fix_partition=fix_partition, fix_schedule=fix_schedule, pruning=no_prune or (),
                                        max_parallel=max_parallel, min_utilization=min_utilization)
         machine = api.load_arch(arch, sets or ())

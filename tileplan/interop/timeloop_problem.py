@@ -32,7 +32,8 @@ TL_TO_DIM = {"N": "N", "G": "G", "M": "K", "C": "C", "P": "P", "Q": "Q", "R": "R
 DIM_TO_TL = {v: k for k, v in TL_TO_DIM.items()}
 _COEFFS = ("Wstride", "Hstride", "Wdilation", "Hdilation")
 _EXTRA = ("W", "H", "Wpad", "Hpad", "densities")
-_STANDARD: dict[str, list[list[tuple[str, str | None]]]] = {  # data space -> projection (one list of (dim, coefficient) terms per tensor axis)
+# data space -> projection: one list of (dimension, coefficient) terms per tensor axis
+_STANDARD: dict[str, list[list[tuple[str, str | None]]]] = {
     "Weights": [[("C", None)], [("M", None)], [("R", None)], [("S", None)]],
     "Inputs": [[("N", None)], [("C", None)], [("R", "Wdilation"), ("P", "Wstride")],
                [("S", "Hdilation"), ("Q", "Hstride")]],
