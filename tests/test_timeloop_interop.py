@@ -159,6 +159,16 @@ def test_dram_counts_match_stats(design: str) -> None:
     assert d.ours.counts[("DRAM", "Inputs")]["reads"] == known[design]
 
 
+def test_dram_energy_is_priced_in_whole_blocks() -> None:
+    """Timeloop's DRAM energy on simple_weight_stationary is 4-word vector accesses at 512 pJ: the
+    151,875 input words cost ceil(151875 / 4) = 37,969 accesses, one word more than the count."""
+    d = run_design(GOLD / "simple_weight_stationary", search=False)
+    assert d.stats.block_words["DRAM"] == 4
+    assert d.stats.energy_pj[("DRAM", "Inputs")] == math.ceil(151875 / 4) * 512
+    row = next(r for r in rows_of(d) if r["quantity"] == "energy_pj" and r["level"] == "DRAM")
+    assert row["ours"] == (159264 + 864 + 401408) * 128 and row["explained"]
+
+
 @pytest.mark.parametrize("design", DESIGNS)
 def test_optimum_never_worse_than_the_mapper(design: str) -> None:
     """tileplan's own optimum (marvel-joint over the multi-level space; exhaustive where the mapper's

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tileplan import api
+from tileplan.arch.overrides import apply_overrides
 from tileplan.arch.spec import Arch
 from tileplan.cost.batch import MappingBatch
 from tileplan.cost.levels import LevelBatch, onchip_costs
@@ -75,6 +76,8 @@ class Counts:
     counts: dict[tuple[str, str], dict[str, int]]
     cycles: int
     latency: float
+    mac_energy_pj: float
+    dram_energy_pj: float
 
 
 def counts(layer: Layer, arch: Arch, mapping: Mapping, tl: TimeloopArch, tm: TLMapping) -> Counts:
@@ -103,7 +106,7 @@ def counts(layer: Layer, arch: Arch, mapping: Mapping, tl: TimeloopArch, tm: TLM
         for space in SPACES:
             if glb.keeps(space, tm.datatype):
                 out[(glb.name, space)] = {"fills": out[("DRAM", space)]["reads"]}
-    return Counts(out, int(cost.compute_cycles), float(cost.latency_cycles))
+    return Counts(out, int(cost.compute_cycles), float(cost.latency_cycles), cost.energy_mac_pj, cost.energy_dram_pj)
 
 
 def sliding_saving(window: Layer, mapping: Mapping, tl_mapping: TLMapping, dram: str) -> int:
@@ -155,7 +158,13 @@ def run_design(folder: Path, *, search: bool = True) -> Design:
     except MappingError as err:
         why = str(err).split("represent this mapping: ", 1)[-1]
         mapping, _ = to_tileplan(tm, layer, tl, str(folder / "map.yaml"), dram_only=True)
-    arch = to_arch(tl, keep=tm.datatype)
+    stats = load_stats(folder / "stats.txt")
+    word_pj = {stats.access_pj[key] for key in stats.access_pj if key[0] == tl.dram().name}
+    if len(word_pj) != 1:
+        raise MappingError(f"{folder / 'stats.txt'}: DRAM's per-access energy differs between data spaces")
+    arch = apply_overrides(to_arch(tl, keep=tm.datatype), [
+        f"energy.mac_pj={stats.mac_energy_pj / stats.computes!r}",
+        f"dram.energy_pj_per_byte={word_pj.pop() / to_arch(tl).precision_bytes!r}"])
     ours = counts(layer, arch, mapping, tl, tm)
     window = window_layer(layer)
     win = counts(window, arch, mapping, tl, tm)
@@ -165,7 +174,7 @@ def run_design(folder: Path, *, search: bool = True) -> Design:
         plan = api.plan(api.load_network(str(folder / "problem.yaml")), arch, strategy=strategy,
                         objective="latency", jobs=1)
         best = plan.layers[0].cost.latency_cycles
-    return Design(folder.name, why, load_stats(folder / "stats.txt"), ours, win,
+    return Design(folder.name, why, stats, ours, win,
                   sliding_saving(window, mapping, tm, tl.dram().name), ours.latency, best, strategy)
 
 
@@ -195,6 +204,27 @@ def rows_of(d: Design) -> list[dict[str, Any]]:
             rows.append({"design": d.name, "level": key[0], "space": key[1], "quantity": qty, "timeloop": tl_value,
                          "ours": value, "ours_window_layer": win, "padding_words": padding,
                          "sliding_words": sliding, "explained": explained, "why": why})
+    tl_dram = sum(e for (lv, _), e in d.stats.energy_pj.items() if lv == "DRAM")
+    words = sum(r["padding_words"] - r["sliding_words"] for r in rows if r["level"] == "DRAM")
+    per_word = d.window.dram_energy_pj / max(1, sum(sum(c.values()) for (lv, _), c in d.window.counts.items()
+                                                    if lv == "DRAM"))
+    block = d.stats.block_words.get("DRAM", 1)  # Timeloop prices whole blocks (vector accesses)
+    rounding = sum(-(-sum(c.values()) // block) * block - sum(c.values())
+                   for (lv, _), c in d.stats.counts.items() if lv == "DRAM")
+    fixed = d.ours.dram_energy_pj + (words + rounding) * per_word
+    ok = math.isclose(fixed, tl_dram, rel_tol=1e-9)
+    parts = ([f"the net {words:+,} words of the padding / sliding-window rows above"] if words else []) + (
+        [f"{rounding} word(s) of Timeloop rounding its DRAM accesses up to whole {block}-word blocks"] if rounding else [])
+    rows.append({"design": d.name, "level": "DRAM", "space": "all", "quantity": "energy_pj", "timeloop": tl_dram,
+                 "ours": d.ours.dram_energy_pj, "ours_window_layer": d.window.dram_energy_pj, "padding_words": 0,
+                 "sliding_words": 0, "explained": ok,
+                 "why": (f"{' and '.join(parts)}, at {per_word:g} pJ per word" if parts else "equal") if ok
+                 else "UNEXPLAINED"})
+    same = math.isclose(d.ours.mac_energy_pj, d.stats.mac_energy_pj, rel_tol=1e-9)
+    rows.append({"design": d.name, "level": "mac", "space": "-", "quantity": "energy_pj",
+                 "timeloop": d.stats.mac_energy_pj, "ours": d.ours.mac_energy_pj,
+                 "ours_window_layer": d.window.mac_energy_pj, "padding_words": 0, "sliding_words": 0,
+                 "explained": same, "why": "equal" if same else "UNEXPLAINED"})
     rows.append({"design": d.name, "level": "mac", "space": "-", "quantity": "cycles", "timeloop": d.stats.cycles,
                  "ours": d.ours.cycles, "ours_window_layer": d.window.cycles, "padding_words": 0, "sliding_words": 0,
                  "explained": d.ours.cycles == d.stats.cycles,

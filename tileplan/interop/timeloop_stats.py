@@ -38,6 +38,10 @@ class TimeloopStats:
     computes: int = 0
     cycles: int = 0
     counts: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+    mac_energy_pj: float = 0.0  # the compute unit's total
+    energy_pj: dict[tuple[str, str], float] = field(default_factory=dict)  # total per level and data space
+    access_pj: dict[tuple[str, str], float] = field(default_factory=dict)  # per scalar access
+    block_words: dict[str, int] = field(default_factory=dict)  # words per vector access, per level
 
 
 def parse_stats(text: str, source: str = "stats.txt") -> TimeloopStats:
@@ -69,6 +73,12 @@ def parse_stats(text: str, source: str = "stats.txt") -> TimeloopStats:
         key, _, value = (p.strip() for p in line.partition(":"))
         if level == "mac" and key in ("Computes (total)", "Cycles"):
             setattr(out, "computes" if key.startswith("Computes") else "cycles", int(float(value)))
+        elif level and not space and key == "Block size":
+            out.block_words[level] = int(float(value))
+        elif level == "mac" and key == "Energy (total)":
+            out.mac_energy_pj = float(value.split()[0])
+        elif space and level and key in ("Energy (total)", "Energy (per-scalar-access)"):
+            (out.energy_pj if key == "Energy (total)" else out.access_pj)[(level, space)] = float(value.split()[0])
         elif space and key == "Utilized instances (max)":
             instances = int(float(value))
         elif space and key in _FIELDS:
