@@ -180,7 +180,7 @@ def run_design(folder: Path, *, search: bool = True) -> Design:
 
 def rows_of(d: Design) -> list[dict[str, Any]]:
     """One row per (level, data space, quantity) both sides count, with the explanation of any gap."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key, ours in d.ours.counts.items():
         theirs = d.stats.counts.get(key, {"reads": 0, "fills": 0, "updates": 0})
         for qty, value in ours.items():
@@ -213,8 +213,9 @@ def rows_of(d: Design) -> list[dict[str, Any]]:
                    for (lv, _), c in d.stats.counts.items() if lv == "DRAM")
     fixed = d.ours.dram_energy_pj + (words + rounding) * per_word
     ok = math.isclose(fixed, tl_dram, rel_tol=1e-9)
-    parts = ([f"the net {words:+,} words of the padding / sliding-window rows above"] if words else []) + (
-        [f"{rounding} word(s) of Timeloop rounding its DRAM accesses up to whole {block}-word blocks"] if rounding else [])
+    parts = [f"the net {words:+,} words of the padding / sliding-window rows above"] if words else []
+    if rounding:
+        parts.append(f"{rounding} word(s) of Timeloop rounding its DRAM accesses up to whole {block}-word blocks")
     rows.append({"design": d.name, "level": "DRAM", "space": "all", "quantity": "energy_pj", "timeloop": tl_dram,
                  "ours": d.ours.dram_energy_pj, "ours_window_layer": d.window.dram_energy_pj, "padding_words": 0,
                  "sliding_words": 0, "explained": ok,
