@@ -201,3 +201,15 @@ def test_cli_eval_and_emit_round_trip(tmp_path: Path, capsys: pytest.CaptureFixt
     again = json.loads(capsys.readouterr().out)
     for key in ("latency_cycles", "dram_input_bytes", "dram_weight_bytes", "dram_output_bytes", "compute_cycles"):
         assert again[key] == planned[key], key
+
+
+def test_experiment_command_writes_its_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tileplan.cli import run
+
+    assert run(["experiment", "timeloop", "--quick", "-o", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.csv", "dram_words.png", "dram_words.svg",
+                                                          "optimum.csv", "summary.md"]
+    summary = (tmp_path / "summary.md").read_text()
+    assert "UNEXPLAINED" not in summary and " 0 unexplained" in summary
+    assert "| eyeriss_like | DRAM | Inputs | reads | 157,296 | 155,925 |" in summary
