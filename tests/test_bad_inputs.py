@@ -298,6 +298,10 @@ CASES = [
          "--emit-timeloop writes a Timeloop mapping", TL_FILES),
     Case("tl-emit-two-level-plan", ["plan", "p.yaml", "--arch", "a.yaml", "--emit-timeloop", "out"],
          "plan with --strategy marvel", TL_FILES),
+    Case("tl-arch-bad-cycle", TL_EVAL, "global_cycle_seconds must be a cycle time",
+         tl("a.yaml", 'technology: "65nm"', "global_cycle_seconds: soon")),
+    Case("tl-map-permutation-numbers", TL_EVAL, "permutation must be a string",
+         tl("m.yaml", "permutation: MQPCRSN", "permutation: [1, 2]")),
     Case("tl-folder-without-problems", ["plan", "d", "--arch", "eyeriss"], "holds no Timeloop problem files",
          {"d/x.txt": "nothing"}),
 ]

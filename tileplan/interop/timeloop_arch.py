@@ -151,7 +151,15 @@ def _walk(nodes: Any, source: str, state: dict[str, Any], out: list[TLLevel]) ->
         if not isinstance(attrs, dict):
             raise ConfigError(f"{where}: attributes must be a mapping")
         if "global_cycle_seconds" in attrs:
-            state["clock"] = 1.0 / float(attrs["global_cycle_seconds"])
+            seconds = attrs["global_cycle_seconds"]
+            try:
+                seconds = float(seconds)
+            except (TypeError, ValueError):
+                seconds = -1.0
+            if not 1e-11 <= seconds <= 1e-3:
+                raise ConfigError(f"{where}: global_cycle_seconds must be a cycle time between 1e-11 and 1e-3 s, "
+                                  f"got {attrs['global_cycle_seconds']!r}")
+            state["clock"] = 1.0 / seconds
         if tag == "Container":
             spatial = node.get("spatial") or {}
             if not isinstance(spatial, dict) or set(spatial) - {"meshX", "meshY"}:

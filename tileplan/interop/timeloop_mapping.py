@@ -91,6 +91,8 @@ def _factors(text: Any, dims: list[str], where: str) -> Factors:
 
 
 def _permutation(text: Any, dims: list[str], factors: Factors, where: str) -> str:
+    if isinstance(text, list) and not all(isinstance(c, str) for c in text):
+        raise MappingError(f"{where}: permutation must be a string like 'MQPCRSN' or a list of dimension letters")
     perm = "".join(text) if isinstance(text, list) else str(text if text is not None else "")
     bad = [c for c in perm if c not in dims]
     if bad or len(set(perm)) != len(perm):
@@ -173,8 +175,7 @@ def _spatial_split(lp: Loops) -> tuple[int, int]:
 
 def check_mapping(tm: TLMapping, layer: Layer, tl: TimeloopArch, source: str) -> None:
     """Factors multiply to the problem, spatial factors fit the meshes, only dummies fan out."""
-    dims = list(next(iter(tm.temporal.values())).factors) if tm.temporal else []
-    for d in dims:
+    for d in (DIM_TO_TL[x.name] for x in DIMS if x.name != "G" or layer.groups > 1):
         total = _product(list(tm.temporal.values()) + list(tm.spatial.values()), d)
         size = layer.dims[Dim[TL_TO_DIM[d]]]
         if total != size:
