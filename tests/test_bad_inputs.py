@@ -76,6 +76,31 @@ def tl(name: str, old: str, new: str) -> dict[str, str]:
     assert old in TL_FILES[name], old
     return TL_FILES | {name: TL_FILES[name].replace(old, new, 1)}
 
+ZZ_LAYER = """- id: 0
+  operator_type: Conv
+  equation: O[b][k][oy][ox]+=W[k][c][fy][fx]*I[b][c][iy][ix]
+  dimension_relations: [ix=2*ox+1*fx, iy=2*oy+1*fy]
+  loop_dims: [B, K, C, OY, OX, FY, FX]
+  loop_sizes: [1, 8, 3, 16, 16, 3, 3]
+  operand_precision: {W: 8, I: 8, O: 16, O_final: 8}
+"""
+ZZ_HW = """name: zz
+memories:
+  sram:
+    size: 1048576
+    latency: 1
+    operands: [I1, I2, O]
+    ports: []
+    served_dimensions: [D1, D2]
+  dram:
+    size: 10000000000
+    latency: 1
+    operands: [I1, I2, O]
+    ports: []
+    served_dimensions: [D1, D2]
+operational_array: {unit_energy: 0.5, dimensions: [D1, D2], sizes: [8, 8]}
+"""
+
 
 @dataclass
 class Case:
@@ -302,6 +327,18 @@ CASES = [
          tl("a.yaml", 'technology: "65nm"', "global_cycle_seconds: soon")),
     Case("tl-map-permutation-numbers", TL_EVAL, "permutation must be a string",
          tl("m.yaml", "permutation: MQPCRSN", "permutation: [1, 2]")),
+    Case("zz-unknown-operator", ["plan", "w.yaml", "--arch", "eyeriss"], "tileplan imports Conv, Conv_downsample",
+         {"w.yaml": ZZ_LAYER.replace("operator_type: Conv", "operator_type: Softmax")}),
+    Case("zz-bad-relation", ["plan", "w.yaml", "--arch", "eyeriss"], "dimension relation 'ix=2*oy+1*fx'",
+         {"w.yaml": ZZ_LAYER.replace("ix=2*ox+1*fx", "ix=2*oy+1*fx")}),
+    Case("zz-missing-sizes", ["plan", "w.yaml", "--arch", "eyeriss"], "missing loop_sizes",
+         {"w.yaml": ZZ_LAYER.replace("  loop_sizes: [1, 8, 3, 16, 16, 3, 3]\n", "")}),
+    Case("zz-bad-dimension", ["plan", "w.yaml", "--arch", "eyeriss"], "loop dimension 'OZ'",
+         {"w.yaml": ZZ_LAYER.replace("OX, FY", "OZ, FY")}),
+    Case("zz-hardware-no-dram", ["plan", "lenet5", "--arch", "hw.yaml"], "must hold I1, I2 and O",
+         {"hw.yaml": ZZ_HW.replace("operands: [I1, I2, O]", "operands: [I1, O]")}),
+    Case("zz-hardware-duplicate-ports", ["plan", "lenet5", "--arch", "hw.yaml"], "duplicate key 'ports'",
+         {"hw.yaml": ZZ_HW.replace("    ports: []", "    ports: []\n    ports: []")}),
     Case("tl-folder-without-problems", ["plan", "d", "--arch", "eyeriss"], "holds no Timeloop problem files",
          {"d/x.txt": "nothing"}),
 ]

@@ -30,6 +30,7 @@ from tileplan.fusion.group import FusedGroup
 from tileplan.fusion.plan import FusionPlan
 from tileplan.fusion.search import GroupResult
 from tileplan.interop.tlyaml import timeloop_keys
+from tileplan.interop.zigzag import is_hardware, is_workload
 from tileplan.mapping import Mapping
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
@@ -98,20 +99,25 @@ def check_options(*, strategy: str = "exhaustive", objective: str | Objective = 
 
 
 def load_arch(spec: str | Path | Arch, overrides: Sequence[str] = ()) -> Arch:
-    """An accelerator from an ``Arch``, a preset name, a YAML file or an e-PlaNNer JSON file, with
+    """An accelerator from an ``Arch``, a preset name, a YAML file (tileplan's, a Timeloop v0.4
+    architecture or a ZigZag hardware file) or an e-PlaNNer JSON file, with
     ``overrides`` (``"dram.bandwidth_bytes_per_s=8e9"``, see :mod:`tileplan.arch.overrides`) applied."""
     if not isinstance(spec, Arch) and "architecture" in timeloop_keys(spec):
         from tileplan.interop.timeloop_arch import load_timeloop_arch, to_arch
 
         arch = to_arch(load_timeloop_arch(spec))
+    elif not isinstance(spec, Arch) and is_hardware(spec):
+        from tileplan.interop.zigzag import load_hardware
+
+        arch = load_hardware(spec)
     else:
         arch = spec if isinstance(spec, Arch) else arch_mod.load(spec)
     return apply_overrides(arch, overrides) if overrides else arch
 
 
 def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported: bool = False) -> Network:
-    """A network from a ``Network``, a zoo name, an ``.onnx`` file, or Timeloop v0.4 problem files (one, a
-    comma-separated list, or a folder of them: one layer each)."""
+    """A network from a ``Network``, a zoo name, an ``.onnx`` file, a ZigZag workload YAML, or Timeloop
+    v0.4 problem files (one, a comma-separated list, or a folder of them: one layer each)."""
     if isinstance(spec, Network):
         return spec
     check_options(batch=batch)
@@ -123,6 +129,10 @@ def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported
         network = load_problems(list(parts))
         return network if batch == 1 else Network(network.name, tuple(replace(la, n=la.n * batch) for la in
                                                                        network.layers), network.input_shape)
+    if is_workload(text):
+        from tileplan.interop.zigzag import load_workload
+
+        return load_workload(text)
     if text.lower().endswith(".onnx") or Path(text).is_file():
         from tileplan.workload.onnx_import import load_onnx
 
