@@ -93,3 +93,58 @@ def test_zigzag_examples() -> None:
     assert [a.size for a in arch.pe_array.axes] == [14, 12]
     with pytest.raises(ConfigError, match="duplicate key 'ports'"):  # a real bug in ZigZag's own example
         load_hardware(examples / "hardware" / "tpu_like.yaml")
+
+
+def _plan(tmp_path: Path) -> Path:
+    from tileplan.cli import run
+
+    out = tmp_path / "zz"
+    problem = Path(api.__file__).parent / "experiments" / "reference" / "timeloop" / "eyeriss_like" / "problem.yaml"
+    assert run(["plan", str(problem), "--arch", "eyeriss", "--strategy", "marvel-joint", "--jobs", "1",
+                "--emit-zigzag", str(out)]) == 0
+    return out
+
+
+def test_emitted_mapping_covers_the_layer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Spatial x temporal factors of every dimension multiply to the layer's size (tileplan only)."""
+    out = _plan(tmp_path)
+    capsys.readouterr()
+    entry = yaml.safe_load((out / "mapping.yaml").read_text())[1]
+    layer = load_workload(out / "workload.yaml").layers[0]
+    total = dict.fromkeys(("B", "K", "C", "OY", "OX", "FY", "FX"), 1)
+    for loops in entry["spatial_mapping"].values():
+        for item in loops:
+            d, f = item.split(", ")
+            total[d] *= int(f)
+    for d, f in entry["temporal_ordering"]:
+        total[d] *= f
+    names = {"B": Dim.N, "K": Dim.K, "C": Dim.C, "OY": Dim.P, "OX": Dim.Q, "FY": Dim.R, "FX": Dim.S}
+    assert total == {k: layer.dims[d] for k, d in names.items()}
+    assert sum(1 for _ in entry["spatial_mapping"]) <= 2
+
+
+def test_emitted_files_load_in_zigzag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _examples()
+    from zigzag.parser.accelerator_factory import AcceleratorFactory
+    from zigzag.parser.accelerator_validator import AcceleratorValidator
+    from zigzag.parser.mapping_validator import MappingValidator
+    from zigzag.parser.workload_factory import WorkloadFactory
+    from zigzag.parser.workload_validator import WorkloadValidator
+
+    out = _plan(tmp_path)
+    capsys.readouterr()
+    mv = MappingValidator(yaml.safe_load((out / "mapping.yaml").read_text()))
+    assert mv.validate()
+    wv = WorkloadValidator(yaml.safe_load((out / "workload.yaml").read_text()))
+    assert wv.validate()
+    node = WorkloadFactory(wv.normalized_data, mv.normalized_data).create().node_list[0]
+    sizes = {str(d): int(v) for d, v in node.layer_dim_sizes.items()}
+    spatial = {str(d): int(node.spatial_mapping.get_total_unrolling_of_layer_dim(d)) for d in node.layer_dim_sizes}
+    temporal = {d: n // spatial[d] for d, n in sizes.items() if n // spatial[d] > 1}
+    ordering = node.temporal_ordering  # ZigZag's own completeness check: temporal factors = sizes / spatial
+    assert ordering.is_complete({d: f for d, f in zip(node.layer_dim_sizes, (
+        sizes[str(d)] // spatial[str(d)] for d in node.layer_dim_sizes), strict=True) if f > 1})
+    assert sizes["K"] == 32 and len(temporal) >= 1
+    av = AcceleratorValidator(yaml.safe_load((out / "hardware.yaml").read_text()))
+    assert av.validate()
+    AcceleratorFactory(av.normalized_data).create()

@@ -237,6 +237,14 @@ def write_timeloop(plan: NetworkPlan, network: Network, arch: str | Path, folder
                        folder)
 
 
+def write_zigzag(plan: NetworkPlan, network: Network, arch: Arch, folder: str | Path) -> list[Path]:
+    """Write the planned layers of ``plan`` as ZigZag inputs (workload, hardware, mapping YAML)."""
+    from tileplan.interop.zigzag_mapping import write_files
+
+    return write_files([(network[lp.name], lp.mapping) for lp in plan.layers if lp.mapping is not None], arch,
+                       folder)
+
+
 def plan_layer(layer: Layer, arch: Arch, *, strategy: str = "exhaustive", objective: str | Objective = "latency",
                budget: int = 20_000, seed: int = 0, dram_model: str = "burst",
                options: dict[str, Any] | None = None) -> LayerPlan:

@@ -64,6 +64,9 @@ def plan(
                                               help="Write each layer's problem and chosen mapping as Timeloop v0.4 "
                                                    "files into this folder (--arch a Timeloop arch.yaml; a "
                                                    "multi-level strategy: marvel, marvel-joint)."),
+    emit_zigzag: Path | None = typer.Option(None, "--emit-zigzag",
+                                            help="Write the plan as ZigZag inputs (workload.yaml, hardware.yaml, "
+                                                 "mapping.yaml) into this folder."),
 ) -> None:
     """Find the best mapping of every layer of MODEL and print a per-layer table with totals
     (with --fuse: the best cut into fused groups and single layers)."""
@@ -78,6 +81,8 @@ def plan(
                 check_output_file(target)
         if plots_dir is not None:
             check_output_folder(plots_dir)
+        if emit_zigzag is not None:
+            check_output_folder(emit_zigzag)
         if emit_timeloop is not None:
             check_output_folder(emit_timeloop)
             if fuse or "architecture" not in timeloop_keys(arch):
@@ -116,6 +121,9 @@ def plan(
             if emit_timeloop is not None:
                 written = api.write_timeloop(result, network, arch, emit_timeloop)
                 out.print(f"wrote {len(written)} Timeloop files to {emit_timeloop}", highlight=False)
+            if emit_zigzag is not None:
+                written = api.write_zigzag(result, network, machine, emit_zigzag)
+                out.print(f"wrote {len(written)} ZigZag files to {emit_zigzag}", highlight=False)
         if plots_dir is not None:
             from tileplan.report.plan_plots import plan_figures, save_plan_figures
 

@@ -18,6 +18,7 @@ import yaml
 
 from tileplan.dims import DIMS, Dim
 from tileplan.errors import MappingError
+from tileplan.interop.meshfit import fit
 from tileplan.interop.timeloop_arch import SPACES, TimeloopArch
 from tileplan.interop.timeloop_mapping import Loops, Placement
 from tileplan.interop.timeloop_problem import DIM_TO_TL
@@ -42,23 +43,13 @@ def _exact(whole: int, part: int, what: str) -> int:
 
 
 def _spread(fanout: dict[str, int], tl: TimeloopArch) -> dict[str, Loops]:
-    """Fan-out factors over the spatial levels' meshX then meshY, largest dimension first."""
+    """Fan-out factors over the spatial levels' meshX and meshY (:func:`~tileplan.interop.meshfit.fit`)."""
     slots = [(lv.name, axis, cap) for lv in tl.spatial_levels()
              for axis, cap in (("X", lv.fanout_x), ("Y", lv.fanout_y))]
-    room = [cap for _, _, cap in slots]
-    placed: list[dict[str, int]] = [{} for _ in slots]
-    for d, f in sorted(fanout.items(), key=lambda kv: -kv[1]):
-        for i in range(len(slots)):
-            if f == 1:
-                break
-            g = max(x for x in range(1, min(f, room[i]) + 1) if f % x == 0)
-            if g > 1:
-                placed[i][d] = g
-                room[i] //= g
-                f //= g
-        if f > 1:
-            raise MappingError(f"the fan-out of {d} does not fit the PE meshes "
-                               f"({' x '.join(str(c) for _, _, c in slots)})")
+    placed = fit(fanout, [cap for _, _, cap in slots])
+    if placed is None:
+        raise MappingError(f"the fan-out {' '.join(f'{d}{f}' for d, f in fanout.items() if f > 1)} does not fit "
+                           f"the PE meshes ({' x '.join(str(c) for _, _, c in slots)})")
     out: dict[str, Loops] = {}
     for lv in tl.spatial_levels():
         xs = next(p for (n, a, _), p in zip(slots, placed, strict=True) if n == lv.name and a == "X")
