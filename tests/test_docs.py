@@ -44,16 +44,18 @@ SLOW = {
     "tileplan bench": "times planning (minutes)",
     "tileplan sweep": "plans 32 points (tests/test_sweep.py checks sweeps)",
     "tileplan plan vgg16": "plans VGG16 (a minute)",
-    "tileplan plan marvel15": "searches MARVEL's space on 15 large layers (tests/test_marvel*.py check it on small ones)",
+    "tileplan plan marvel15": "searches MARVEL's space on 15 large layers (tests/test_marvel*.py check small ones)",
     "tileplan compare marvel15": "compares MARVEL's strategies on 15 large layers",
     "tileplan plan mobilenetv2": "plans MobileNetV2 with every fused pair (tests/test_ye_hybrid.py checks the hybrid)",
     "tileplan experiment": "runs a paper's experiments (minutes)",
+    "tileplan correlate lenet5.json --time-c": "compiles and times a C program per layer",
 }
 
 #: Command prefixes whose printed lines are not compared (only their exit code), and why.
 VOLATILE = {
     "tileplan bench": "prints timings",
     "tileplan sweep": "prints its wall time",
+    "tileplan correlate lenet5.json --time-c": "prints times measured on this machine",
 }
 
 #: Programs a command needs; without them the step is skipped (and said so).
@@ -150,6 +152,7 @@ def test_the_docs_have_examples_and_the_readme_is_a_front_door() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) < 200, "README.md is the front door: keep it under 200 lines (move detail to docs/)"
     assert sum(1 for b in BLOCKS if b.page == "README.md") >= 5 and len(QUICK) >= 10
+    assert "docs/img/resnet18-eyeriss-roofline.svg" in readme  # the picture `make docs-images` draws
     for page in PAGES:  # nothing outside the repository
         text = page.read_text(encoding="utf-8")
         assert "../shared" not in text and "/work/" not in text, page
@@ -167,11 +170,20 @@ def test_command_runs_as_shown(block: Block, tmp_path: Path, monkeypatch: pytest
     _run_block(block, tmp_path, monkeypatch, capsys)
 
 
-@pytest.mark.parametrize("block", LONG if RUN_LONG else [], ids=[b.id for b in LONG] if RUN_LONG else [])
-def test_long_command_runs_as_shown(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
-    """Run by `make docs-check` only (TILEPLAN_DOCS_CHECK=1): the blocks listed in SLOW."""
-    _run_block(block, tmp_path, monkeypatch, capsys)
+if RUN_LONG:  # defined only for `make docs-check`, so a plain `pytest` reports no skips for them
+    @pytest.mark.parametrize("block", LONG, ids=[b.id for b in LONG])
+    def test_long_command_runs_as_shown(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+        """The blocks listed in SLOW."""
+        _run_block(block, tmp_path, monkeypatch, capsys)
+
+    def test_the_readme_picture_is_what_plan_draws(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """docs/img's roofline is what `make docs-images` draws today (matplotlib's SVG is deterministic)."""
+        assert run(["plan", "resnet18", "--arch", "eyeriss", "--plots", str(tmp_path / "figs")]) == 0
+        capsys.readouterr()
+        drawn = (tmp_path / "figs" / "roofline.svg").read_bytes()
+        assert drawn == (ROOT / "docs" / "img" / "resnet18-eyeriss-roofline.svg").read_bytes(), (
+            "docs/img/resnet18-eyeriss-roofline.svg is stale: run `make docs-images`")
 
 
 def test_resnet50_table_is_what_the_plan_renders() -> None:
@@ -226,7 +238,7 @@ def test_relative_links_resolve() -> None:
     anchors = {p: {_slug(h) for h in re.findall(r"^#+ (.*)$", p.read_text(encoding="utf-8"), flags=re.M)}
                for p in PAGES}
     for page in PAGES:
-        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        text = re.sub(r"```.*?```|<!--.*?-->", "", page.read_text(encoding="utf-8"), flags=re.S)
         for target in re.findall(r"\]\(([^)\s]+)\)", text):
             if re.match(r"[a-z]+:", target):
                 continue
@@ -234,7 +246,8 @@ def test_relative_links_resolve() -> None:
             resolved = (page.parent / path).resolve() if path else page
             assert resolved.exists(), f"{page.relative_to(ROOT)} links to {target}: no such file"
             if anchor and resolved.suffix == ".md":
-                assert anchor in anchors.get(resolved, set()), f"{page.relative_to(ROOT)} links to {target}: no such heading"
+                where = f"{page.relative_to(ROOT)} links to {target}"
+                assert anchor in anchors.get(resolved, set()), f"{where}: no such heading"
 
 
 def test_the_index_lists_every_page() -> None:
