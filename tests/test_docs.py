@@ -117,16 +117,16 @@ RUN_LONG = bool(os.environ.get("TILEPLAN_DOCS_CHECK"))
 
 
 def _check_output(step: Step, code: int, printed: str) -> None:
-    lines = [line.strip() for line in printed.splitlines()]
+    lines = [" ".join(line.split()) for line in printed.splitlines()]
     expect_error = bool(step.shown) and step.shown[0].startswith("error:")
     assert (code != 0) == expect_error, f"`{step.command}` exited with {code}:\n{printed}"
     if any(step.command.startswith(prefix) for prefix in VOLATILE):
         return
-    # Leading spaces aside (a centred title moves with the table's width); rich tables' box lines are
-    # left out (their widths follow the longest cell), their rows and every other line are compared.
+    # Runs of spaces aside (a centred title and a table's column widths follow its widest cell); rich
+    # tables' box lines are left out, their rows and every other line are compared word for word.
     for line in step.shown:
         if line != "..." and not set(line.strip()) <= BOX:
-            assert line.strip() in lines, f"the page shows {line!r}; `{step.command}` printed:\n{printed}"
+            assert " ".join(line.split()) in lines, f"the page shows {line!r}; `{step.command}` printed:\n{printed}"
 
 
 def _run_block(block: Block, folder: Path, monkeypatch: pytest.MonkeyPatch,
