@@ -13,11 +13,13 @@ from tileplan.cli.app import (
     MODEL_HELP,
     NO_PRUNE_HELP,
     OBJECTIVE_HELP,
+    PSUM_HELP,
     SET_HELP,
     STRATEGY_HELP,
     _guard,
     _progress,
     app,
+    machine_sets,
     out,
 )
 from tileplan.errors import TileplanError
@@ -30,6 +32,7 @@ def plan(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
+    psum_bytes: int | None = typer.Option(None, "--psum-bytes", min=1, max=8, help=PSUM_HELP),
     objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=STRATEGY_HELP),
     dram_model: str = typer.Option("burst", "--dram-model",
@@ -73,7 +76,7 @@ def plan(
             check_output_folder(plots_dir)
         options = api.strategy_options(fix_partition=fix_partition, fix_schedule=fix_schedule, pruning=no_prune or (),
                                        max_parallel=max_parallel, min_utilization=min_utilization)
-        machine = api.load_arch(arch, sets or ())
+        machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
         network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
@@ -135,6 +138,7 @@ def eval_cmd(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
+    psum_bytes: int | None = typer.Option(None, "--psum-bytes", min=1, max=8, help=PSUM_HELP),
     layer: str = typer.Option(..., "--layer", "-l", help="Layer name (see `tileplan zoo show MODEL`)."),
     mapping: Path = typer.Option(..., "--mapping", "-m", help="Mapping JSON (as written by `plan --json`)."),
     json_out: bool = typer.Option(False, "--json", help="Print the cost breakdown as JSON."),
@@ -146,7 +150,7 @@ def eval_cmd(
     from tileplan.report.tables import number
 
     def work() -> None:
-        machine = api.load_arch(arch, sets or ())
+        machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
         network = api.load_network(model)
         target = network[layer]
         try:
