@@ -102,8 +102,10 @@ def load_arch(spec: str | Path | Arch, overrides: Sequence[str] = ()) -> Arch:
     return apply_overrides(arch, overrides) if overrides else arch
 
 
-def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported: bool = False) -> Network:
-    """A network from a ``Network``, a zoo name or an ``.onnx`` file."""
+def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported: bool = False,
+                 seq: int | None = None, kv: int | None = None) -> Network:
+    """A network from a ``Network``, a zoo name or an ``.onnx`` file; ``seq`` / ``kv`` set a
+    transformer's tokens and KV-cache length (``None``: the network's own)."""
     if isinstance(spec, Network):
         return spec
     check_options(batch=batch)
@@ -111,8 +113,11 @@ def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported
     if text.lower().endswith(".onnx") or Path(text).is_file():
         from tileplan.workload.onnx_import import load_onnx
 
-        return load_onnx(text, batch=batch if batch != 1 else None, skip_unsupported=skip_unsupported)
-    return zoo.get(text, batch=batch)
+        if kv is not None:
+            raise WorkloadError(f"{text}: --kv is for the zoo's decode networks; an ONNX export's KV cache "
+                                f"length is its past_key_values shape (give --seq for a dynamic one)")
+        return load_onnx(text, batch=batch if batch != 1 else None, skip_unsupported=skip_unsupported, seq=seq)
+    return zoo.get(text, batch=batch, seq=seq, kv=kv)
 
 
 def _precision(arch: Arch, precision_bytes: int | None) -> Precision:
@@ -212,7 +217,7 @@ def _trivial_plan(layer: Layer, arch: Arch, strategy: str) -> LayerPlan | None:
     if not layer.moves_data:
         return LayerPlan(layer.name, layer.op.value, layer.shape_str(), None, LayerCost.zero(), 0, 0, strategy,
                          0, 0.0, 0.0)
-    if layer.op is OpKind.DATA_MOVE:
+    if layer.op in (OpKind.DATA_MOVE, OpKind.EMBEDDING):
         compulsory = compulsory_bytes(layer)
         return LayerPlan(layer.name, layer.op.value, layer.shape_str(), None, streaming_copy(layer, arch),
                          compulsory, compulsory, "stream", 0, 1.0, 0.0)

@@ -36,6 +36,9 @@ _REPORTED: list[bool] = []  # "interrupted" printed (so that it is printed once)
 
 ARCH_HELP = "Preset name (see `tileplan arch list`), YAML file, or e-PlaNNer JSON file."
 MODEL_HELP = "Zoo network name (see `tileplan zoo list`) or an .onnx file."
+SEQ_HELP = ("Tokens per sequence of a transformer (zoo: bert-base, gpt2, llama3-8b-block; an .onnx file with a "
+            "dynamic sequence length).")
+KV_HELP = "Cached tokens a decode network attends over (gpt2-decode, llama3-8b-block-decode)."
 STRATEGY_HELP = ("Search strategy: " + " | ".join(STRATEGIES) + "; multi-level (MARVEL, an on-chip level below "
                  "the DRAM tiles): " + " | ".join(LEVEL_STRATEGIES) + "; with --fuse also ye | superslash | hwff.")
 NO_PRUNE_HELP = ("marvel*: switch a pruning option off (repeatable): divisors | offchip-divisors | unroll-rs | "

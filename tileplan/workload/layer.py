@@ -30,6 +30,16 @@ class OpKind(Enum):
       tensor once, no MACs, no weights. Its output size is given explicitly (``out_hw``); its loop
       dimensions only describe the two shapes (G = R = S = 1, K = output and C = input channels)
       and must not be read as a multiply-accumulate nest.
+    - ``MATMUL``: ``Y[b, m, n] = A[b, m, k] . B[b, k, n]`` on the same nest: m -> P, n -> K, k -> C,
+      R = S = Q = 1 (``workload.transformer.matmul``). B is the weight operand; it is either a weight
+      (a Linear / Gemm layer) or, with ``b_activation``, an activation (attention's Q.K^T and P.V),
+      which comes from DRAM like any activation and is never a parameter.
+    - ``SOFTMAX``/``LAYERNORM``/``RMSNORM``/``GELU``/``SILU``/``MUL``/``ROPE``: element-wise and row-wise layers
+      on the channelwise nest of ``ADD`` (G = channels, K = C = 1): one read and one write of the
+      tensor, ``ops_per_point`` operations per element; the norms read a per-channel scale (gamma,
+      their weight operand; like every bias, LayerNorm's beta is not modelled).
+    - ``EMBEDDING``: a Gather of ``table_rows``-row weight table: reads the looked-up rows only (its
+      input is those rows, ``n x c_in x h x w`` elements), writes them; no loop nest to tile.
     """
 
     CONV = "conv"
@@ -43,10 +53,26 @@ class OpKind(Enum):
     ADD = "add"
     CONCAT = "concat"
     DATA_MOVE = "data_move"
+    MATMUL = "matmul"
+    SOFTMAX = "softmax"
+    LAYERNORM = "layernorm"
+    RMSNORM = "rmsnorm"
+    GELU = "gelu"
+    SILU = "silu"
+    MUL = "mul"
+    ROPE = "rope"
+    EMBEDDING = "embedding"
 
     @property
     def has_weights(self) -> bool:
+        """Kinds whose weight operand is always a weight tensor (a matmul's may be an activation:
+        ``Layer.has_weights``)."""
         return self in (OpKind.CONV, OpKind.GROUPED_CONV, OpKind.DEPTHWISE, OpKind.POINTWISE, OpKind.FC)
+
+    @property
+    def is_elementwise(self) -> bool:
+        """Element-wise and row-wise kinds of the transformer vocabulary (channelwise nest)."""
+        return self in ELEMENTWISE_OPS
 
     @property
     def is_pool(self) -> bool:
@@ -55,7 +81,18 @@ class OpKind(Enum):
     @property
     def channelwise(self) -> bool:
         """Each output channel reads only its own input channel (G = channels, K = C = 1)."""
-        return self in (OpKind.DEPTHWISE, OpKind.MAXPOOL, OpKind.AVGPOOL, OpKind.GLOBALPOOL, OpKind.ADD)
+        return self in (OpKind.DEPTHWISE, OpKind.MAXPOOL, OpKind.AVGPOOL, OpKind.GLOBALPOOL, OpKind.ADD,
+                        OpKind.EMBEDDING) or self.is_elementwise
+
+
+#: Operations per element of the element-wise kinds (``MUL``: per extra input, like ``ADD``). Softmax:
+#: row max, exp-and-accumulate, normalise; layernorm: sum, sum of squares, normalise, scale; rmsnorm:
+#: sum of squares, normalise, scale; an activation function: one evaluation; rotary embedding:
+#: x * cos + rotate(x) * sin (its cos/sin tables, tokens x d_head each, are not modelled).
+ELEMENTWISE_OPS: dict[OpKind, int] = {OpKind.SOFTMAX: 3, OpKind.LAYERNORM: 4, OpKind.RMSNORM: 3, OpKind.GELU: 1,
+                                      OpKind.SILU: 1, OpKind.MUL: 1, OpKind.ROPE: 3}
+#: Kinds whose weight operand is a per-channel vector (the norms' gamma).
+SCALED_OPS = frozenset({OpKind.LAYERNORM, OpKind.RMSNORM})
 
 
 #: Largest size of any one dimension of a layer (batch, channels, height, width, kernel).
@@ -133,6 +170,8 @@ class Layer:
     input_count: int = 1
     precision: Precision | None = None
     out_hw: tuple[int, int] | None = None
+    b_activation: bool = False
+    table_rows: int = 0
     dims: dict[Dim, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -157,8 +196,19 @@ class Layer:
         if self.op.channelwise and not (self.c_in == self.k_out == self.groups):
             raise WorkloadError(f"{where}: a {self.op.value} layer needs c_in == k_out == groups "
                                 f"(got {self.c_in}, {self.k_out}, {self.groups})")
-        if self.input_count > 1 and self.op is not OpKind.ADD:
-            raise WorkloadError(f"{where}: only add layers take several equally-shaped inputs")
+        if self.input_count > 1 and self.op not in (OpKind.ADD, OpKind.MUL):
+            raise WorkloadError(f"{where}: only add and mul layers take several equally-shaped inputs")
+        if self.b_activation and self.op is not OpKind.MATMUL:
+            raise WorkloadError(f"{where}: only a matmul's B operand can be an activation (b_activation)")
+        if (self.op is OpKind.EMBEDDING) != (self.table_rows > 0):
+            raise WorkloadError(f"{where}: an embedding layer needs table_rows >= 1 (the rows of its weight "
+                                f"table), and only an embedding has one")
+        if self.op in (OpKind.MATMUL, OpKind.EMBEDDING) or self.op.is_elementwise:
+            flat = self.op.is_elementwise or self.w == 1  # a matmul's or a gather's rows are h
+            if (self.r, self.s) != (1, 1) or not flat or self.stride != (1, 1) or any(self.pad) \
+                    or self.dilation != (1, 1):
+                raise WorkloadError(f"{where}: a {self.op.value} layer has no window: r = s = 1, stride and "
+                                    f"dilation 1, no padding (a matmul's or embedding's rows are h, w = 1)")
         if self.op is OpKind.DATA_MOVE:
             self._init_data_move(where)
             return
@@ -295,18 +345,39 @@ class Layer:
     @property
     def macs(self) -> int:
         """Multiply-accumulates (for pools: window operations; for add: additions; concat, data move: 0)."""
-        if self.op in (OpKind.CONCAT, OpKind.DATA_MOVE):
-            return 0
-        if self.op is OpKind.ADD:
-            return self.n * self.groups * self.p * self.q * (self.input_count - 1)
         size = 1
         for d in DIMS:
             size *= self.dims[d]
-        return size
+        return size * self.ops_per_point
+
+    @property
+    def ops_per_point(self) -> int:
+        """Operations per point of the loop nest: 1 multiply-accumulate for a conv, FC or matmul and
+        one window step for a pool; an n-ary add or mul does n-1 operations per element, the other
+        element-wise kinds ``ELEMENTWISE_OPS``; concat, data move and embedding compute nothing."""
+        if self.op in (OpKind.CONCAT, OpKind.DATA_MOVE, OpKind.EMBEDDING):
+            return 0
+        if self.op is OpKind.ADD:
+            return self.input_count - 1
+        if self.op is OpKind.MUL:
+            return max(1, self.input_count - 1)
+        return ELEMENTWISE_OPS.get(self.op, 1)
 
     @property
     def has_weights(self) -> bool:
-        return self.op.has_weights
+        """Whether the weight operand is a weight tensor (parameters; a matmul's B may be an activation)."""
+        return self.op.has_weights or (self.op is OpKind.MATMUL and not self.b_activation)
+
+    @property
+    def has_weight_operand(self) -> bool:
+        """Whether the nest's weight operand moves data: a weight tensor, a matmul's activation B or
+        a norm's per-channel scale."""
+        return self.has_weights or self.op is OpKind.MATMUL or self.op in SCALED_OPS
+
+    @property
+    def params(self) -> int:
+        """Weight elements of the layer (parameters; a matmul's activation B is not one)."""
+        return 0 if self.b_activation else self.elements(Operand.WEIGHT)
 
     @property
     def moves_data(self) -> bool:
@@ -318,7 +389,11 @@ class Layer:
         if operand is Operand.INPUT:
             return self.n * self.c_in * self.h * self.w * self.input_count
         if operand is Operand.WEIGHT:
-            return self.k_out * (self.c_in // self.groups) * self.r * self.s if self.has_weights else 0
+            if self.op is OpKind.EMBEDDING:
+                return self.table_rows * self.c_in
+            if self.op in SCALED_OPS:
+                return self.groups
+            return self.k_out * (self.c_in // self.groups) * self.r * self.s if self.has_weight_operand else 0
         return self.n * self.k_out * self.p * self.q
 
     def tensor_bytes(self, operand: Operand) -> int:
@@ -348,14 +423,17 @@ class Layer:
     def signature(self) -> tuple[object, ...]:
         """Everything planning depends on (not the name or graph edges): equal signatures plan alike."""
         return (self.op, self.n, self.c_in, self.h, self.w, self.k_out, self.r, self.s, self.groups,
-                self.stride, self.pad, self.dilation, self.input_count, self.precision, self.out_hw)
+                self.stride, self.pad, self.dilation, self.input_count, self.precision, self.out_hw,
+                self.b_activation, self.table_rows)
 
     def shape_str(self) -> str:
         """Compact human-readable shape, e.g. ``64x56x56 -> 64x56x56 k3x3/s1``."""
         core = f"{self.c_in}x{self.h}x{self.w} -> {self.k_out}x{self.p}x{self.q}"
         if self.op is OpKind.DATA_MOVE:
             return core + " move"
-        if self.op in (OpKind.ADD, OpKind.CONCAT, OpKind.FC):
+        if self.op is OpKind.MATMUL:
+            return core + (" x act" if self.b_activation else "") + (f" g{self.groups}" if self.groups > 1 else "")
+        if self.op in (OpKind.ADD, OpKind.CONCAT, OpKind.FC, OpKind.EMBEDDING) or self.op.is_elementwise:
             return core
         extra = f" k{self.r}x{self.s}/s{self.stride[0]}"
         if self.groups > 1 and not self.op.channelwise:

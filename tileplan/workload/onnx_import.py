@@ -60,8 +60,8 @@ from tileplan.workload.network import Network
 __all__ = ["OnnxFileError", "OnnxShapeError", "load_onnx"]
 
 
-def load_onnx(path: str | os.PathLike[str], *, batch: int | None = None, skip_unsupported: bool = False
-              ) -> Network:
+def load_onnx(path: str | os.PathLike[str], *, batch: int | None = None, skip_unsupported: bool = False,
+              seq: int | None = None) -> Network:
     """The network in the ONNX file ``path``.
 
     ``batch`` sets the batch size N (default: the model's own, 1 when it is symbolic). Raises
