@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -302,7 +303,7 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
     """
     obj = check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch)
     a = load_arch(arch)
-    net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
+    net, precision_source = _network_precision(load_network(network, batch=batch), a, precision_bytes)
     owner: dict[tuple[object, ...], str] = {}
     todo: list[Layer] = []
     for layer in net.layers:
@@ -354,7 +355,19 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                                  cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
                        {"batch": net.batch, "precision_bytes": precision_bytes or a.precision_bytes,
+                        "precision_source": precision_source,
                         "dram_model": dram_model, "dram_burst_bytes": a.dram.burst_bytes, **(options or {})})
+
+
+def _network_precision(net: Network, arch: Arch, precision_bytes: int | None) -> tuple[Network, str]:
+    """``net`` with every layer's precision set, and where it came from: ``precision_bytes`` (the
+    ``--precision`` option) overrides everything; else a layer keeps the precision its ONNX element
+    types gave (fp16 / bf16 / int8 exports) and the others take the accelerator's."""
+    if precision_bytes:
+        forced = Precision.uniform(precision_bytes)
+        return replace(net, layers=tuple(replace(x, precision=forced) for x in net.layers)), "--precision"
+    typed = any(x.precision is not None for x in net.layers)
+    return net.with_precision(_precision(arch, None)), "onnx element types" if typed else "arch"
 
 
 def strategy_options(*, fix_partition: str | None = None, fix_schedule: str | None = None,

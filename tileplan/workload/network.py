@@ -94,8 +94,9 @@ class Network:
                                 f"{len(producers)} producers")
         for name, count, p in zip(names, want, producers, strict=False):
             made = p.elements(Operand.OUTPUT)
-            if made != count and not (layer.op is OpKind.MATMUL and name == "A" and made % count == 0):
-                # (A may be a slice of its producer's rows: ViT's head reads the class token only)
+            if made != count and not (layer.op is OpKind.MATMUL and made % count == 0):
+                # (a matmul operand may be a slice of its producer: ViT's head reads the class token,
+                # GPT-2's attention Q, K and V are thirds of one projection)
                 raise WorkloadError(f"{where}: its {name} has {count:,} elements but {p.name!r} produces "
                                     f"{made:,} ({p.n}x{p.k_out}x{p.p}x{p.q})")
 

@@ -31,7 +31,7 @@ from tileplan.workload.zoo.transformers import (
 )
 from tileplan.workload.zoo.yolo import tinyyolov2, yolov2
 
-#: name -> builder taking the batch size (those in ``SHAPED`` also ``seq`` and ``kv``).
+#: Convolutional networks: name -> builder taking the batch size.
 BUILDERS: dict[str, Callable[..., Network]] = {
     "lenet5": lenet5,
     "alexnet": alexnet,
@@ -48,6 +48,11 @@ BUILDERS: dict[str, Callable[..., Network]] = {
     "densenet121": densenet121,
     "yolov2": yolov2,
     "tinyyolov2": tinyyolov2,
+}
+
+#: Transformers: name -> builder taking the batch size, the token count ``seq`` and the KV-cache
+#: length ``kv`` (``None``: the network's default).
+TRANSFORMERS: dict[str, Callable[..., Network]] = {
     "bert-base": bert_base,
     "vit-b16": vit_b16,
     "gpt2": gpt2,
@@ -55,9 +60,7 @@ BUILDERS: dict[str, Callable[..., Network]] = {
     "llama3-8b-block": llama3_8b_block,
     "llama3-8b-block-decode": llama3_8b_block_decode,
 }
-
-#: Networks whose token count (``seq``) and KV-cache length (``kv``) can be set (``get(..., seq=, kv=)``).
-SHAPED = frozenset({"bert-base", "vit-b16", "gpt2", "gpt2-decode", "llama3-8b-block", "llama3-8b-block-decode"})
+SHAPED = frozenset(TRANSFORMERS)
 
 
 #: Workload sets: independent layers that papers evaluate, usable wherever a network name is.
@@ -65,15 +68,21 @@ SETS: dict[str, Callable[[int], Network]] = {"marvel15": marvel15}
 
 
 def names() -> list[str]:
-    """Names of the built-in networks, in a stable order."""
+    """Names of the built-in convolutional networks, in a stable order (``transformer_names`` lists
+    the transformers)."""
     return list(BUILDERS)
+
+
+def transformer_names() -> list[str]:
+    """Names of the built-in transformers, in a stable order."""
+    return list(TRANSFORMERS)
 
 
 def get(name: str, batch: int = 1, *, seq: int | None = None, kv: int | None = None) -> Network:
     """The built-in network ``name`` at batch size ``batch`` (transformers: ``seq`` tokens, a KV cache
     of ``kv`` tokens for the decode networks; ``None`` = the network's default)."""
     key = name.strip().lower().replace("-", "").replace("_", "")
-    for known, builder in (BUILDERS | SETS).items():
+    for known, builder in (BUILDERS | TRANSFORMERS | SETS).items():
         if known.replace("_", "").replace("-", "") == key:
             if batch < 1:
                 raise WorkloadError(f"batch size must be positive, got {batch}")
@@ -83,7 +92,7 @@ def get(name: str, batch: int = 1, *, seq: int | None = None, kv: int | None = N
                 raise WorkloadError(f"{known} has no token count or KV cache; --seq / --kv are for "
                                     f"{', '.join(sorted(SHAPED))}")
             return builder(batch)
-    raise WorkloadError(f"unknown network {name!r}; built-in networks are: {', '.join(BUILDERS)}; "
+    raise WorkloadError(f"unknown network {name!r}; built-in networks are: {', '.join(BUILDERS | TRANSFORMERS)}; "
                         f"workload sets: {', '.join(SETS)} (or give a path to an .onnx file)")
 
 
