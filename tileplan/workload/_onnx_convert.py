@@ -351,10 +351,10 @@ class Converter(TransformerOps):
             layer = Layer.fc(self.namer.take(name, "fc"), n=n, c_in=features, k_out=k_out, inputs=src)
             self._push(layer, node.output[0], (n, k_out))
             return
-        # A MatMul over the last axis of an N x ... x F tensor: a pointwise conv over the middle axes.
+        # A MatMul over the last axis of an N x ... x F tensor: a matmul with a weight B, m = middle axes.
         n, rows = v.shape[0], math.prod(v.shape[1:-1])
         if v.tokens and v.src and math.prod(v.stored) % (n * features * rows) == 0:
-            src: tuple[str, ...] = (v.src,)  # a matmul reads a token tensor through views and slices
+            src = (v.src,)  # a matmul reads a token tensor through views and slices
         else:
             src, _ = self._as_map(tensor, v, (n, features, rows, 1))
         layer = matmul(self.namer.take(name, "matmul"), batch=n, m=rows, k=features, n=k_out, inputs=src)

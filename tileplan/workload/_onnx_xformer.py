@@ -45,9 +45,9 @@ BOOL_OPS = frozenset({"And", "Or", "Not", "Xor", "IsNaN", "IsInf", "Equal", "Les
 MASK_OPS = BOOL_OPS | {"Where", "Range", "CumSum", "Trilu"}
 #: Bytes per element of the deliberate deployment types. fp32 is every exporter's default and says
 #: nothing about the accelerator's datapath, so an fp32 tensor takes the accelerator's precision.
-TYPE_BYTES = {onnx.TensorProto.FLOAT16: 2, onnx.TensorProto.BFLOAT16: 2, onnx.TensorProto.INT8: 1,
+TYPE_BYTES: dict[int, int] = {onnx.TensorProto.FLOAT16: 2, onnx.TensorProto.BFLOAT16: 2, onnx.TensorProto.INT8: 1,
               onnx.TensorProto.UINT8: 1, onnx.TensorProto.FLOAT8E4M3FN: 1, onnx.TensorProto.FLOAT8E5M2: 1}
-INT_TYPES = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT16,
+INT_TYPES: frozenset[int] = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT16,
                        onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.BOOL})
 
 
@@ -63,6 +63,7 @@ class TransformerOps:
 
     values: dict[str, _Value]
     layers: list[Layer]
+    types: dict[str, int]
 
     # ----------------------------------------------------------------- dispatch
     def transformer_node(self, node: onnx.NodeProto, name: str, acts: list[str]) -> bool:
