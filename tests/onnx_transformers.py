@@ -57,12 +57,15 @@ class Graph:
                           else numpy_helper.from_array(np.array(value, np.float32), name))
         return name
 
-    def save(self, path: Path, inputs: list[onnx.ValueInfoProto], outputs: list[str], opset: int = 17) -> Path:
+    def model(self, inputs: list[onnx.ValueInfoProto], outputs: list[str], opset: int = 17) -> onnx.ModelProto:
         outs = [helper.make_tensor_value_info(o, self.elem, None) for o in outputs]
         graph = helper.make_graph(self.nodes, "g", inputs, outs, self.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         model.ir_version = 8
-        onnx.save(model, str(path))
+        return model
+
+    def save(self, path: Path, inputs: list[onnx.ValueInfoProto], outputs: list[str], opset: int = 17) -> Path:
+        onnx.save(self.model(inputs, outputs, opset), str(path))
         return path
 
 

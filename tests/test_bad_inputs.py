@@ -12,6 +12,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import bad_transformer_inputs
 import pytest
 
 from tileplan.cli import run
@@ -230,6 +231,7 @@ CASES = [
     Case("ir-unknown-instruction", ["run", "bad.ir"], "FROB",
          ir_with("INIT MB2[0] OUTPUT_17", "FROB MB2[0] OUTPUT_17")),
 ]
+CASES += bad_transformer_inputs.cases(Case)  # dynamic sequences, custom ops, masks, shapes
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
