@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +37,7 @@ from tileplan.workload._onnx_common import (
     spatial_pads,
 )
 from tileplan.workload._onnx_fold import ShapeFolder
+from tileplan.workload._onnx_value import _NO_PAD, NCHW, _Value
 from tileplan.workload._onnx_xformer import INT_TYPES, TransformerOps, token_view
 from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.transformer import matmul
@@ -44,40 +45,6 @@ from tileplan.workload.transformer import matmul
 #: Layer kinds whose outputs are transformer token tensors.
 TOKEN_KINDS = frozenset({OpKind.MATMUL, OpKind.EMBEDDING, OpKind.SOFTMAX, OpKind.LAYERNORM, OpKind.RMSNORM,
                          OpKind.GELU, OpKind.SILU, OpKind.MUL, OpKind.ROPE})
-
-NCHW = tuple[int, int, int, int]
-_NO_PAD = (0, 0, 0, 0)
-
-
-@dataclass(frozen=True, slots=True)
-class _Value:
-    src: str | None                 # layer holding the bytes; None: a network input
-    stored: NCHW                    # what that layer writes
-    shape: tuple[int, ...]          # this tensor's ONNX shape, before any pending pad
-    pad: NCHW = _NO_PAD             # pending spatial pad (top, bottom, left, right)
-    pad_name: str = ""              # the Pad node, to name a materialised pad
-    mask: bool = False              # computed from token ids / masks only (no layer, see _onnx_xformer)
-    tokens: bool = False            # a transformer token tensor (layers view it as token_view)
-    stat_of: str = ""               # a per-row statistic (ReduceMean over the last axis) of value ``key``
-    centered_of: str = ""           # x - mean(x) of value ``key``
-    fn: str = ""                    # f(x) of a gating function (x * f(x) is GELU or SiLU)
-
-    @property
-    def key(self) -> str:
-        """Identity of the bytes this value reads (its producer)."""
-        return self.src or "<input>"
-
-    @property
-    def full_shape(self) -> tuple[int, ...]:
-        """The ONNX shape including the pending pad."""
-        if self.pad == _NO_PAD:
-            return self.shape
-        dims = list(self.shape)
-        dims[2] += self.pad[0] + self.pad[1]
-        if len(dims) > 3:
-            dims[3] += self.pad[2] + self.pad[3]
-        return tuple(dims)
-
 
 class Converter(TransformerOps):
     """One pass over the nodes; ``layers`` is filled in topological order."""

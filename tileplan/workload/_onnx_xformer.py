@@ -19,18 +19,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
 
 from tileplan.errors import UnsupportedOperatorError
 from tileplan.workload._onnx_common import OnnxShapeError, attr_int, ints, op_label
+from tileplan.workload._onnx_value import _Value
 from tileplan.workload.layer import Layer, Precision
 from tileplan.workload.transformer import elementwise, embedding, matmul
-
-if TYPE_CHECKING:
-    from tileplan.workload._onnx_convert import _Value
 
 #: Ops on activations that become element-wise / row-wise layers.
 ROW_OPS = {"Softmax": "softmax", "LayerNormalization": "layernorm", "Gelu": "gelu",
@@ -135,8 +132,6 @@ class TransformerOps:
 
     # ----------------------------------------------------------------- masks and folding
     def _mask_value(self, tensor: str, node: onnx.NodeProto) -> _Value:
-        from tileplan.workload._onnx_convert import _Value
-
         shape = self.shapes.get(tensor) or ()  # type: ignore[attr-defined]
         return _Value(None, (1, 1, 1, 1), tuple(shape), mask=True)
 
