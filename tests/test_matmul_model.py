@@ -113,3 +113,18 @@ def test_elementwise_whole_tensor_moves_once(kind: str) -> None:
     assert cost.dram_read_bytes[0].tolist() == [8 * 5 * 2, scale, 0]
     assert cost.dram_write_bytes[0] == 8 * 5 * 2
     assert cost.compute_cycles[0] == 8 * 5 * {"softmax": 3, "layernorm": 4, "gelu": 1}[kind]
+
+
+def test_heads_and_rows_split_across_nmp_cores() -> None:
+    """On nmp (4 clusters x 8 cores) the existing split search spreads an attention matmul's heads
+    (G) and token rows (P) over the cores: every core works, and the split is over G / P / K only."""
+    from tileplan.api import load_arch, plan_layer
+
+    qk = matmul("qk", m=64, k=16, n=64, groups=8, b_activation=True)
+    plan = plan_layer(qk, load_arch("nmp"))
+    assert plan.mapping is not None
+    m = plan.mapping
+    used = int(np.prod(m.cluster_split)) * int(np.prod(m.core_split))
+    assert used == 32
+    split = {Dim(d).name for d in range(8) if m.cluster_split[d] * m.core_split[d] > 1}
+    assert split <= {"G", "P", "K"} and split & {"G", "P"}
