@@ -165,3 +165,31 @@ def test_bad_matmul_broadcast_is_one_clear_error(tmp_path: Path) -> None:
     path = g.save(tmp_path / "b.onnx", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, SEQ, D])], [y])
     with pytest.raises(WorkloadError, match="node 'qk' broadcasts B"):
         load_onnx(path)
+
+
+@pytest.mark.parametrize("pattern", ["constant_of_shape", "cast_expand", "shape_concat", "constant_scale"])
+def test_each_shape_or_mask_pattern_folds(tmp_path: Path, pattern: str) -> None:
+    """One folded pattern at a time on a projection: no layer besides the two matmuls."""
+    g = Graph()
+    x = linear(g, "x", D, D, "p")
+    if pattern == "constant_of_shape":  # a zero mask of the scores' shape, added
+        zeros = g.one("ConstantOfShape", [g.one("Shape", [x])],
+                      value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.0]))
+        x = g.one("Add", [x, zeros])
+    elif pattern == "cast_expand":  # an integer mask input cast and expanded, then added
+        m = g.one("Expand", [g.one("Cast", ["mask"], to=TensorProto.FLOAT), g.ints([1, SEQ, D])])
+        x = g.one("Add", [x, m])
+    elif pattern == "shape_concat":  # x.view(x.size(0), x.size(1), -1) through shape arithmetic
+        shape = g.one("Shape", [x])
+        dims = [g.one("Unsqueeze", [g.one("Gather", [shape, g.scalar_int(i)], axis=0), g.ints([0])]) for i in (0, 1)]
+        x = g.one("Reshape", [x, g.one("Concat", [*dims, g.ints([-1])], axis=0)])
+    else:  # x / sqrt(d) by a Constant node
+        g.nodes.append(helper.make_node("Constant", [], ["c"], value=helper.make_tensor("c", TensorProto.FLOAT, [],
+                                                                                       [4.0])))
+        x = g.one("Div", [x, "c"])
+    y = g.one("MatMul", [x, g.weight("w2", [D, D])], name="q2")
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, SEQ, D]),
+              helper.make_tensor_value_info("mask", TensorProto.INT64, [1, SEQ, 1])]
+    net = load_onnx(g.save(tmp_path / "f.onnx", inputs, [y]))
+    assert [(layer.name, layer.op) for layer in net.layers] == [("p", OpKind.MATMUL), ("q2", OpKind.MATMUL)]
+    assert net["q2"].inputs == ("p",)
