@@ -99,7 +99,7 @@ def get(name: str, batch: int = 1, *, seq: int | None = None, kv: int | None = N
 def _kernel_cells(layer: Layer) -> tuple[str, str, str, int]:
     if layer.op in (OpKind.FC, OpKind.ADD, OpKind.CONCAT, OpKind.DATA_MOVE, OpKind.MATMUL, OpKind.EMBEDDING) \
             or layer.op.is_elementwise:
-        return "-", "-", "-", 1
+        return "-", "-", "-", layer.groups if layer.op is OpKind.MATMUL else 1  # a matmul's heads
     return (f"{layer.r}x{layer.s}", f"{layer.stride[0]}x{layer.stride[1]}",
             ",".join(str(p) for p in layer.pad), layer.groups)
 
