@@ -100,6 +100,8 @@ def cases(case: type) -> list:
         case("onnx-dynamic-embeds", ["plan", "m.onnx"], "'x' has a dynamic sequence length",
              {"m.onnx": dynamic_embeds()}),
         case("onnx-dynamic-features", ["plan", "m.onnx"], "'x' axis 2 (features)", {"m.onnx": dynamic_features()}),
+        case("onnx-seq-on-static-model", ["plan", "m.onnx", "--seq", "16"], "no input has a dynamic sequence",
+             {"m.onnx": _bert()}),
         case("onnx-kv-option", ["plan", "m.onnx", "--kv", "8"], "--kv is for the zoo's decode networks",
              {"m.onnx": _bert()}),
         case("onnx-custom-domain-op", ["plan", "m.onnx"], "com.microsoft.FusedAttention (node 'attn')",

@@ -252,6 +252,7 @@ def _pin_batch(graph: onnx.GraphProto, inputs: list[onnx.ValueInfoProto], path: 
     integer input, e.g. token ids or an attention mask, or of a rank-3 input) to ``seq``; returns
     the first input's batch."""
     unknown: list[str] = []
+    pinned = False
     for vi in inputs:
         tt = vi.type.tensor_type
         if not vi.type.HasField("tensor_type") or not tt.HasField("shape"):
@@ -268,6 +269,7 @@ def _pin_batch(graph: onnx.GraphProto, inputs: list[onnx.ValueInfoProto], path: 
                 d.dim_value = 1
             elif axis == 1 and tokens and seq is not None:
                 d.dim_value = seq
+                pinned = True
             elif axis == 1 and tokens:
                 raise OnnxShapeError(f"{path}: input {vi.name!r} has a dynamic sequence length (axis 1, "
                                      f"{d.dim_param or '?'}); give the tokens to plan with --seq N (API: seq=N)")
@@ -276,6 +278,9 @@ def _pin_batch(graph: onnx.GraphProto, inputs: list[onnx.ValueInfoProto], path: 
     if unknown:
         raise OnnxShapeError(f"{path}: input size unknown for {', '.join(unknown)}; tileplan needs static "
                              f"input shapes (only the batch may be symbolic): re-export with a fixed size")
+    if seq is not None and not pinned:
+        raise OnnxShapeError(f"{path}: --seq {seq} given but no input has a dynamic sequence length (axis 1 of "
+                             f"token ids or of a 3-D input); drop --seq, the export's own sizes apply")
     return inputs[0].type.tensor_type.shape.dim[0].dim_value if inputs[0].type.tensor_type.shape.dim else 1
 
 
