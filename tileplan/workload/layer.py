@@ -70,6 +70,12 @@ class OpKind(Enum):
         return self in (OpKind.CONV, OpKind.GROUPED_CONV, OpKind.DEPTHWISE, OpKind.POINTWISE, OpKind.FC)
 
     @property
+    def multiplies(self) -> bool:
+        """Kinds whose nest multiplies input by the weight operand (a program's CONV): the weight
+        kinds and a matmul, whose B may be an activation."""
+        return self.has_weights or self is OpKind.MATMUL
+
+    @property
     def is_elementwise(self) -> bool:
         """Element-wise and row-wise kinds of the transformer vocabulary (channelwise nest)."""
         return self in ELEMENTWISE_OPS
