@@ -40,8 +40,11 @@ def layer_and_mapping(draw):
         layer = draw(small_matmul(6))
     else:
         kind = draw(st.sampled_from(["softmax", "layernorm", "rmsnorm", "gelu", "silu", "mul", "rope"]))
+        kind = draw(st.sampled_from([kind, "add"]))
+        two = kind in ("mul", "add")
         layer = elementwise("e", kind, channels=draw(st.integers(1, 6)), rows=draw(st.integers(1, 6)),
-                            batch=draw(st.integers(1, 2)), input_count=2 if kind == "mul" else 1)
+                            batch=draw(st.integers(1, 2)), input_count=draw(st.integers(1, 2)) if two else 1,
+                            broadcast=two and draw(st.booleans()))
         layer = layer.with_precision(Precision(draw(st.sampled_from([1, 2])), 2, 1, 4))
     tiles = tuple(draw(st.integers(1, layer.dims[d])) for d in DIMS)
     order = tuple(draw(st.permutations(list(DIMS))))
@@ -128,3 +131,14 @@ def test_heads_and_rows_split_across_nmp_cores() -> None:
     assert used == 32
     split = {Dim(d).name for d in range(8) if m.cluster_split[d] * m.core_split[d] > 1}
     assert split <= {"G", "P", "K"} and split & {"G", "P"}
+
+
+def test_mask_add_reads_the_scores_and_one_mask_row() -> None:
+    """An attention mask (one row of n keys) added to 2 heads x 4 queries x n = 6 scores: the scores
+    are read and written once, the mask row once, and there are 2 x 4 x 6 additions."""
+    layer = elementwise("mask", "add", channels=6, rows=2 * 4, broadcast=True).with_precision(Precision.uniform(2))
+    cost = evaluate(Problem(layer, toy_arch()), MappingBatch.from_mappings(
+        [Mapping(tiles=tuple(layer.dim_tuple), order=tuple(DIMS))]))
+    assert cost.dram_read_bytes[0].tolist() == [2 * 4 * 6 * 2, 6 * 2, 0]
+    assert cost.dram_write_bytes[0] == 2 * 4 * 6 * 2
+    assert layer.macs == 2 * 4 * 6 and layer.params == 0

@@ -38,6 +38,9 @@ class OpKind(Enum):
       on the channelwise nest of ``ADD`` (G = channels, K = C = 1): one read and one write of the
       tensor, ``ops_per_point`` operations per element; the norms read a per-channel scale (gamma,
       their weight operand; like every bias, LayerNorm's beta is not modelled).
+    - ``ADD``/``MUL`` with ``b_activation``: besides their ``input_count`` full tensors they read one
+      per-channel activation broadcast over every row (an attention mask row added to the scores),
+      as their weight operand.
     - ``EMBEDDING``: a Gather of ``table_rows``-row weight table: reads the looked-up rows only (its
       input is those rows, ``n x c_in x h x w`` elements), writes them; no loop nest to tile.
     """
@@ -204,8 +207,9 @@ class Layer:
                                 f"(got {self.c_in}, {self.k_out}, {self.groups})")
         if self.input_count > 1 and self.op not in (OpKind.ADD, OpKind.MUL):
             raise WorkloadError(f"{where}: only add and mul layers take several equally-shaped inputs")
-        if self.b_activation and self.op is not OpKind.MATMUL:
-            raise WorkloadError(f"{where}: only a matmul's B operand can be an activation (b_activation)")
+        if self.b_activation and self.op not in (OpKind.MATMUL, OpKind.ADD, OpKind.MUL):
+            raise WorkloadError(f"{where}: only a matmul's B operand or an add's / mul's broadcast operand can be "
+                                f"an activation (b_activation)")
         if (self.op is OpKind.EMBEDDING) != (self.table_rows > 0):
             raise WorkloadError(f"{where}: an embedding layer needs table_rows >= 1 (the rows of its weight "
                                 f"table), and only an embedding has one")
@@ -364,9 +368,9 @@ class Layer:
         if self.op in (OpKind.CONCAT, OpKind.DATA_MOVE, OpKind.EMBEDDING):
             return 0
         if self.op is OpKind.ADD:
-            return self.input_count - 1
+            return self.input_count - 1 + self.b_activation
         if self.op is OpKind.MUL:
-            return max(1, self.input_count - 1)
+            return max(1, self.input_count - 1 + self.b_activation)
         return ELEMENTWISE_OPS.get(self.op, 1)
 
     @property
@@ -378,7 +382,7 @@ class Layer:
     def has_weight_operand(self) -> bool:
         """Whether the nest's weight operand moves data: a weight tensor, a matmul's activation B or
         a norm's per-channel scale."""
-        return self.has_weights or self.op is OpKind.MATMUL or self.op in SCALED_OPS
+        return self.has_weights or self.op is OpKind.MATMUL or self.op in SCALED_OPS or self.b_activation
 
     @property
     def params(self) -> int:
@@ -397,8 +401,8 @@ class Layer:
         if operand is Operand.WEIGHT:
             if self.op is OpKind.EMBEDDING:
                 return self.table_rows * self.c_in
-            if self.op in SCALED_OPS:
-                return self.groups
+            if self.op in SCALED_OPS or (self.b_activation and self.op is not OpKind.MATMUL):
+                return self.groups  # a per-channel vector: a norm's scale, an add's broadcast row
             return self.k_out * (self.c_in // self.groups) * self.r * self.s if self.has_weight_operand else 0
         return self.n * self.k_out * self.p * self.q
 

@@ -51,7 +51,7 @@ class Network:
                 raise WorkloadError(f"{where}: concat of {[(p.k_out, p.p, p.q) for p in producers]} does not "
                                     f"give {layer.c_in}x{layer.h}x{layer.w}")
             return
-        if layer.op is OpKind.MATMUL or layer.op.is_elementwise:
+        if layer.op is OpKind.MATMUL or layer.op.is_elementwise or layer.b_activation:
             self._check_elements(layer, producers, where)
             return
         if layer.op is OpKind.ADD:
@@ -89,6 +89,8 @@ class Network:
         else:
             want = [layer.elements(Operand.INPUT) // layer.input_count] * layer.input_count
             names = [f"input {i}" for i in range(layer.input_count)]
+            if layer.b_activation:  # then the broadcast row
+                want, names = want + [layer.elements(Operand.WEIGHT)], names + ["broadcast operand"]
         if len(producers) > len(want):
             raise WorkloadError(f"{where}: a {layer.op.value} layer reads {len(want)} tensor(s), got "
                                 f"{len(producers)} producers")

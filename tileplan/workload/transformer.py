@@ -19,6 +19,7 @@ A token tensor ``[batch, tokens, features]`` is a layer tensor with ``n = batch`
 
 from __future__ import annotations
 
+from tileplan.dims import Operand  # noqa: F401 - used by the doctests
 from tileplan.errors import WorkloadError
 from tileplan.workload.layer import Layer, OpKind
 
@@ -46,18 +47,22 @@ def matmul(name: str, *, m: int, k: int, n: int, batch: int = 1, groups: int = 1
 
 
 def elementwise(name: str, kind: str, *, channels: int, rows: int, batch: int = 1, inputs: tuple[str, ...] = (),
-                input_count: int = 1) -> Layer:
+                input_count: int = 1, broadcast: bool = False) -> Layer:
     """An element-wise or row-wise layer (``kind``: softmax, layernorm, rmsnorm, gelu, silu, mul, rope, add)
-    over a ``batch x channels x rows`` tensor (``input_count`` equally shaped tensors for mul/add).
+    over a ``batch x channels x rows`` tensor (``input_count`` equally shaped tensors for mul/add; with
+    ``broadcast`` an add or mul also reads one ``channels`` vector broadcast over the rows, e.g. a mask).
 
     >>> elementwise("ln", "layernorm", channels=768, rows=128).macs == 4 * 768 * 128
     True
+    >>> mask = elementwise("mask", "add", channels=128, rows=12 * 128, broadcast=True)
+    >>> mask.elements(Operand.WEIGHT), mask.params, mask.macs == 128 * 12 * 128
+    (128, 0, True)
     """
     if kind not in _ELEMENTWISE:
         raise WorkloadError(f"layer {name!r}: unknown element-wise kind {kind!r}; expected one of "
                             f"{', '.join(_ELEMENTWISE)}")
     return Layer(name=name, op=_ELEMENTWISE[kind], n=batch, c_in=channels, h=rows, w=1, k_out=channels,
-                 groups=channels, inputs=inputs, input_count=input_count)
+                 groups=channels, inputs=inputs, input_count=input_count, b_activation=broadcast)
 
 
 def embedding(name: str, *, rows: int, dim: int, table_rows: int, batch: int = 1) -> Layer:
