@@ -15,10 +15,11 @@ from onnx import TensorProto, helper, numpy_helper
 class Graph:
     """Accumulates nodes and initializers; ``t(...)`` names fresh tensors."""
 
-    def __init__(self, elem: int = TensorProto.FLOAT) -> None:
+    def __init__(self, elem: int = TensorProto.FLOAT, opset: int = 17) -> None:
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
         self.elem = elem
+        self.opset = opset  # ReduceMean takes its axes as an input from opset 18 (the dynamo exporter's)
         self.count = 0
 
     def t(self, base: str = "t") -> str:
@@ -45,6 +46,12 @@ class Graph:
         name = name or self.t("const")
         self.inits.append(numpy_helper.from_array(np.array(values, np.int64), name))
         return name
+
+    def reduce_mean(self, x: str) -> str:
+        """Mean over the last axis, in this opset's form."""
+        if self.opset >= 18:
+            return self.one("ReduceMean", [x, self.ints([-1])])
+        return self.one("ReduceMean", [x], axes=[-1])
 
     def scalar_int(self, value: int) -> str:
         name = self.t("idx")
@@ -73,10 +80,10 @@ def layernorm(g: Graph, x: str, d: int, name: str, decomposed: bool) -> str:
     gamma, beta = g.weight(f"{name}.weight", [d]), g.weight(f"{name}.bias", [d])
     if not decomposed:
         return g.one("LayerNormalization", [x, gamma, beta], name=name, axis=-1, epsilon=1e-5)
-    mean = g.one("ReduceMean", [x], axes=[-1])
+    mean = g.reduce_mean(x)
     centered = g.one("Sub", [x, mean])
     sq = g.one("Pow", [centered, g.scalar(2.0)])
-    var = g.one("ReduceMean", [sq], axes=[-1])
+    var = g.reduce_mean(sq)
     std = g.one("Sqrt", [g.one("Add", [var, g.scalar(1e-5)])])
     normed = g.one("Div", [centered, std], name=name)
     return g.one("Add", [g.one("Mul", [normed, gamma]), beta])
@@ -109,7 +116,7 @@ def bert_layer(path: Path, *, seq: int | str = 8, d: int = 16, heads: int = 2, f
     """Embeddings (word Gather + LayerNorm) and one BERT encoder layer, written as the TorchScript
     exporter does; ``mask``: ``sub`` ((1 - mask) * -10000 added), ``where`` (Where/And/IsNaN form) or
     ``none``."""
-    g = Graph(elem)
+    g = Graph(elem, opset)
     dh = d // heads
     ids = "input_ids"
     x = g.one("Gather", [g.weight("embeddings.word_embeddings.weight", [vocab, d]), ids],

@@ -30,6 +30,7 @@ def _matmul_macs(net) -> int:
 
 @pytest.mark.parametrize(("kwargs"), [
     {}, {"decomposed": True}, {"mask": "where"}, {"mask": "none", "erf": False, "opset": 20}, {"opset": 18},
+    {"decomposed": True, "opset": 18, "mask": "where"},
 ])
 def test_bert_layer_imports_without_skipping(tmp_path: Path, kwargs: dict[str, object]) -> None:
     """Head split (Shape/Gather/Unsqueeze/Concat + Reshape + Transpose), K^T, the mask, the Erf GELU
@@ -193,3 +194,15 @@ def test_each_shape_or_mask_pattern_folds(tmp_path: Path, pattern: str) -> None:
     net = load_onnx(g.save(tmp_path / "f.onnx", inputs, [y]))
     assert [(layer.name, layer.op) for layer in net.layers] == [("p", OpKind.MATMUL), ("q2", OpKind.MATMUL)]
     assert net["q2"].inputs == ("p",)
+
+
+@pytest.mark.parametrize("arch", ["eyeriss", "edge", "nmp"])
+def test_imported_bert_layer_plans_end_to_end(tmp_path: Path, arch: str) -> None:
+    """The imported encoder layer plans on every machine: each layer moves at least its compulsory
+    bytes, and the matmuls carry the closed-form MACs into the plan."""
+    net = load_onnx(bert_layer(tmp_path / "bert.onnx"))
+    plan = api.plan(net, arch, jobs=1)
+    assert [p.name for p in plan.layers] == [x.name for x in net.layers]
+    for p in plan.layers:
+        assert p.cost.latency_cycles > 0 and p.cost.dram_bytes >= p.compulsory_bytes > 0, p.name
+    assert sum(x.macs for x in net.layers if x.op is OpKind.MATMUL) == SEQ * (4 * D * D + 2 * SEQ * D + 2 * D * FF)
