@@ -36,14 +36,22 @@ def test_bert_layer_imports_without_skipping(tmp_path: Path, kwargs: dict[str, o
     """Head split (Shape/Gather/Unsqueeze/Concat + Reshape + Transpose), K^T, the mask, the Erf GELU
     and the decomposed LayerNorm all fold: the layers are exactly what a BERT layer computes."""
     net = load_onnx(bert_layer(tmp_path / "bert.onnx", **kwargs))  # type: ignore[arg-type]
-    assert [x.op for x in net.layers] == KINDS
+    masked = kwargs.get("mask", "sub") != "none"
+    assert [x.op for x in net.layers] == KINDS[:6] + [OpKind.ADD] * masked + KINDS[6:]
     s, d = SEQ, D
+    if masked:  # the padding mask is one row of SEQ keys, read once and added to every score row
+        mask = net["encoder.layer.0.attention.self.mask"]
+        assert (mask.b_activation, mask.elements(Operand.WEIGHT), mask.elements(Operand.OUTPUT)) == \
+            (True, s, HEADS * s * s)
+        assert mask.inputs == ("encoder.layer.0.attention.self.qk",)
     assert _matmul_macs(net) == s * (4 * d * d + 2 * s * d + 2 * d * FF)
     qk = net["encoder.layer.0.attention.self.qk"]
     shape = (qk.b_activation, qk.groups, qk.h, qk.c_in // qk.groups, qk.k_out // qk.groups)
     assert shape == (True, HEADS, s, d // 2, s)
     assert qk.inputs == ("encoder.layer.0.attention.self.query", "encoder.layer.0.attention.self.key")
     pv = net["encoder.layer.0.attention.self.pv"]
+    assert net["encoder.layer.0.attention.self.softmax"].inputs == \
+        ("encoder.layer.0.attention.self.mask" if masked else "encoder.layer.0.attention.self.qk",)
     assert pv.inputs == ("encoder.layer.0.attention.self.softmax", "encoder.layer.0.attention.self.value")
     # weights: word table, 3 LayerNorm scales, 6 projection matrices (biases are not modelled)
     assert net.params == VOCAB * d + 3 * d + 4 * d * d + 2 * d * FF

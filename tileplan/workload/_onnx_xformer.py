@@ -84,7 +84,7 @@ class TransformerOps:
             return True
         if op in MASK_OPS or (op in ("Add", "Sub", "Mul", "Div") and len(real) < len(acts)):
             # a mask selected or added into an activation: a broadcast side input
-            self._fold_into(node, real)
+            self._fold_into(node, real, name, [t for t in node.input if t in acts and t not in real])
             return True
         if op == "MatMul" and len(real) == 2:
             self._matmul2(node, name, real[0], real[1])
@@ -135,7 +135,11 @@ class TransformerOps:
         shape = self.shapes.get(tensor) or ()  # type: ignore[attr-defined]
         return _Value(None, (1, 1, 1, 1), tuple(shape), mask=True)
 
-    def _fold_into(self, node: onnx.NodeProto, real: list[str]) -> None:
+    def _fold_into(self, node: onnx.NodeProto, real: list[str], name: str = "", masks: list[str] | None = None
+                   ) -> None:
+        """A mask combined with one full-size activation. A mask that is one row over the last axis
+        (``[.., 1, n]``: BERT's padding mask) added, multiplied or selected into a token tensor is an
+        element-wise layer reading that row (``broadcast``); other masks fold into the activation."""
         out = self._shape(node.output[0], node, self.values[real[0]].full_shape)  # type: ignore[attr-defined]
         full = [t for t in real if self.values[t].full_shape == out]
         if len(full) != 1:
@@ -143,6 +147,15 @@ class TransformerOps:
                 f"{self.path}: {op_label(node)} node {node.name!r} combines activations of shapes "  # type: ignore[attr-defined]
                 f"{[self.values[t].full_shape for t in real]} through a mask; tileplan folds a mask only into "
                 f"one full-size activation (an attention mask added to or selected into the scores)")
+        rows = [self.values[m].shape for m in masks or []]
+        row = len(rows) == 1 and bool(rows[0]) and rows[0][-1] == out[-1] > 1 and math.prod(rows[0][:-1]) == 1
+        if row and self.values[full[0]].tokens and node.op_type in ("Add", "Mul", "Where"):
+            n, c, h, _ = token_view(out)
+            kind = "mul" if node.op_type == "Mul" else "add"  # a select costs as an add of the row
+            layer = elementwise(self.namer.take(name, kind), kind, channels=c, rows=h, batch=n,  # type: ignore[attr-defined]
+                                inputs=self._srcs(full), broadcast=True)
+            self._push(layer, node.output[0], out)  # type: ignore[attr-defined]
+            return
         self._set(node.output[0], self.values[full[0]])  # type: ignore[attr-defined]
 
     def _last_axis_only(self, node: onnx.NodeProto, tensor: str) -> bool:
