@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 
-from tileplan import api
 from tileplan.cli.app import (
     ARCH_HELP,
     KV_HELP,
@@ -18,6 +17,7 @@ from tileplan.cli.app import (
     _guard,
     _progress,
     app,
+    check_names,
     out,
 )
 
@@ -50,6 +50,8 @@ def compare(
 ) -> None:
     """Plan MODEL with each strategy and print, per layer and in total, latency, DRAM bytes, bursts,
     energy and each strategy's objective relative to the best."""
+    check_names(tuple(s.strip() for s in strategies.split(",") if s.strip()), objective)
+    from tileplan import api
     from tileplan.report.files import check_output_file, write_text_atomic
     from tileplan.report.tables import comparison_table
 

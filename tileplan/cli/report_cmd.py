@@ -6,8 +6,18 @@ from pathlib import Path
 
 import typer
 
-from tileplan import api
-from tileplan.cli.app import ARCH_HELP, KV_HELP, MODEL_HELP, SEQ_HELP, SET_HELP, _guard, _progress, app, out
+from tileplan.cli.app import (
+    ARCH_HELP,
+    KV_HELP,
+    MODEL_HELP,
+    SEQ_HELP,
+    SET_HELP,
+    _guard,
+    _progress,
+    app,
+    check_names,
+    out,
+)
 from tileplan.errors import TileplanError
 
 
@@ -33,6 +43,8 @@ def report(
 ) -> None:
     """Plan MODEL and write one self-contained HTML page: summary, machine, a sortable per-layer table,
     the figures, fusion groups, the gap to the lower bounds and warnings (no network access needed)."""
+    check_names((strategy,), objective)
+    from tileplan import api
     from tileplan.report.files import check_output_file, write_text_atomic
     from tileplan.report.html import build_report
 
