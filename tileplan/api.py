@@ -148,7 +148,7 @@ def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported
 
 
 def _precision(arch: Arch, precision_bytes: int | None) -> Precision:
-    return Precision.uniform(precision_bytes or arch.precision_bytes)
+    return Precision.uniform(precision_bytes or arch.precision_bytes, arch.psum_bytes)
 
 
 def validate_mapping(problem: Problem, mapping: Mapping) -> None:
@@ -413,6 +413,7 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
                        {"batch": net.batch, "precision_bytes": precision_bytes or a.precision_bytes,
                         "precision_source": precision_source,
+                        "psum_bytes": a.psum_bytes or precision_bytes or a.precision_bytes,
                         "dram_model": dram_model, "dram_burst_bytes": a.dram.burst_bytes, **(options or {})})
 
 
@@ -421,7 +422,7 @@ def _network_precision(net: Network, arch: Arch, precision_bytes: int | None) ->
     ``--precision`` option) overrides everything; else a layer keeps the precision its ONNX element
     types gave (fp16 / bf16 / int8 exports) and the others take the accelerator's."""
     if precision_bytes:
-        forced = Precision.uniform(precision_bytes)
+        forced = _precision(arch, precision_bytes)
         return replace(net, layers=tuple(replace(x, precision=forced) for x in net.layers)), "--precision"
     typed = any(x.precision is not None for x in net.layers)
     return net.with_precision(_precision(arch, None)), "onnx element types" if typed else "arch"
