@@ -12,6 +12,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import bad_transformer_inputs
 import pytest
 
 from tileplan.cli import run
@@ -342,6 +343,7 @@ CASES = [
     Case("tl-folder-without-problems", ["plan", "d", "--arch", "eyeriss"], "holds no Timeloop problem files",
          {"d/x.txt": "nothing"}),
 ]
+CASES += bad_transformer_inputs.cases(Case)  # dynamic sequences, custom ops, masks, shapes
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

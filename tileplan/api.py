@@ -117,9 +117,11 @@ def load_arch(spec: str | Path | Arch, overrides: Sequence[str] = ()) -> Arch:
     return apply_overrides(arch, overrides) if overrides else arch
 
 
-def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported: bool = False) -> Network:
+def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported: bool = False,
+                 seq: int | None = None, kv: int | None = None) -> Network:
     """A network from a ``Network``, a zoo name, an ``.onnx`` file, a ZigZag workload YAML, or Timeloop
-    v0.4 problem files (one, a comma-separated list, or a folder of them: one layer each)."""
+    v0.4 problem files (one, a comma-separated list, or a folder of them: one layer each); ``seq`` /
+    ``kv`` set a transformer's tokens and KV-cache length (``None``: the network's own)."""
     if isinstance(spec, Network):
         return spec
     check_options(batch=batch)
@@ -138,8 +140,11 @@ def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported
     if text.lower().endswith(".onnx") or Path(text).is_file():
         from tileplan.workload.onnx_import import load_onnx
 
-        return load_onnx(text, batch=batch if batch != 1 else None, skip_unsupported=skip_unsupported)
-    return zoo.get(text, batch=batch)
+        if kv is not None:
+            raise WorkloadError(f"{text}: --kv is for the zoo's decode networks; an ONNX export's KV cache "
+                                f"length is its past_key_values shape (give --seq for a dynamic one)")
+        return load_onnx(text, batch=batch if batch != 1 else None, skip_unsupported=skip_unsupported, seq=seq)
+    return zoo.get(text, batch=batch, seq=seq, kv=kv)
 
 
 def _precision(arch: Arch, precision_bytes: int | None) -> Precision:
@@ -270,7 +275,7 @@ def _trivial_plan(layer: Layer, arch: Arch, strategy: str) -> LayerPlan | None:
     if not layer.moves_data:
         return LayerPlan(layer.name, layer.op.value, layer.shape_str(), None, LayerCost.zero(), 0, 0, strategy,
                          0, 0.0, 0.0)
-    if layer.op is OpKind.DATA_MOVE:
+    if layer.op in (OpKind.DATA_MOVE, OpKind.EMBEDDING):
         compulsory = compulsory_bytes(layer)
         return LayerPlan(layer.name, layer.op.value, layer.shape_str(), None, streaming_copy(layer, arch),
                          compulsory, compulsory, "stream", 0, 1.0, 0.0)
@@ -355,7 +360,7 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
     """
     obj = check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch)
     a = load_arch(arch)
-    net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
+    net, precision_source = _network_precision(load_network(network, batch=batch), a, precision_bytes)
     owner: dict[tuple[object, ...], str] = {}
     todo: list[Layer] = []
     for layer in net.layers:
@@ -407,8 +412,20 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                                  cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
                        {"batch": net.batch, "precision_bytes": precision_bytes or a.precision_bytes,
+                        "precision_source": precision_source,
                         "psum_bytes": a.psum_bytes or precision_bytes or a.precision_bytes,
                         "dram_model": dram_model, "dram_burst_bytes": a.dram.burst_bytes, **(options or {})})
+
+
+def _network_precision(net: Network, arch: Arch, precision_bytes: int | None) -> tuple[Network, str]:
+    """``net`` with every layer's precision set, and where it came from: ``precision_bytes`` (the
+    ``--precision`` option) overrides everything; else a layer keeps the precision its ONNX element
+    types gave (fp16 / bf16 / int8 exports) and the others take the accelerator's."""
+    if precision_bytes:
+        forced = _precision(arch, precision_bytes)
+        return replace(net, layers=tuple(replace(x, precision=forced) for x in net.layers)), "--precision"
+    typed = any(x.precision is not None for x in net.layers)
+    return net.with_precision(_precision(arch, None)), "onnx element types" if typed else "arch"
 
 
 def strategy_options(*, fix_partition: str | None = None, fix_schedule: str | None = None,

@@ -47,6 +47,9 @@ OBJECTIVE_NAMES = ("latency", "energy", "edp", "dram", "perf-per-byte")
 STRATEGY_HELP = ("Search strategy: " + " | ".join(STRATEGY_NAMES) + "; multi-level (MARVEL, an on-chip level "
                  "below the DRAM tiles): " + " | ".join(LEVEL_STRATEGY_NAMES) + "; with --fuse also "
                  + " | ".join(FUSION_STRATEGY_NAMES) + ".")
+SEQ_HELP = ("Tokens per sequence of a transformer (zoo: bert-base, gpt2, llama3-8b-block; an .onnx file with a "
+            "dynamic sequence length).")
+KV_HELP = "Cached tokens a decode network attends over (gpt2-decode, llama3-8b-block-decode)."
 NO_PRUNE_HELP = ("marvel*: switch a pruning option off (repeatable): divisors | offchip-divisors | unroll-rs | "
                  "symmetry | layouts | utilization | bound.")
 OBJECTIVE_HELP = "What the search minimises: " + " | ".join(OBJECTIVE_NAMES) + "."

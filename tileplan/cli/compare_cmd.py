@@ -8,10 +8,12 @@ import typer
 
 from tileplan.cli.app import (
     ARCH_HELP,
+    KV_HELP,
     MODEL_HELP,
     NO_PRUNE_HELP,
     OBJECTIVE_HELP,
     PSUM_HELP,
+    SEQ_HELP,
     SET_HELP,
     _guard,
     _progress,
@@ -32,6 +34,8 @@ def compare(
                                    help="Comma-separated strategies (see `tileplan plan --help`)."),
     objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
     batch: int = typer.Option(1, "--batch", "-b", min=1, max=1024, help="Batch size (1 to 1024)."),
+    seq: int | None = typer.Option(None, "--seq", help=SEQ_HELP),
+    kv: int | None = typer.Option(None, "--kv", help=KV_HELP),
     budget: int = typer.Option(20_000, min=1, max=2**21, help="Candidates for sampling strategies."),
     seed: int = typer.Option(0, min=0, help="Seed for sampling strategies."),
     all_layers: bool = typer.Option(False, "--all", help="Also list layers that move no data."),
@@ -63,7 +67,7 @@ def compare(
         options = api.strategy_options(pruning=no_prune or (), max_parallel=max_parallel,
                                        min_utilization=min_utilization)
         machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
-        network = api.load_network(model, batch=batch)
+        network = api.load_network(model, batch=batch, seq=seq, kv=kv)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
 

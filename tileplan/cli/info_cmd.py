@@ -48,9 +48,9 @@ def zoo_list() -> None:
     """List the built-in networks."""
     from tileplan.workload import zoo
 
-    for name in zoo.names():
+    for name in zoo.names() + zoo.transformer_names():
         net = zoo.get(name)
-        out.print(f"[bold]{name:14s}[/] {len(net):4d} layers  {net.macs / 1e9:7.3f} GMACs  "
+        out.print(f"[bold]{name:22s}[/] {len(net):4d} layers  {net.macs / 1e9:7.3f} GMACs  "
                   f"{net.params / 1e6:7.2f} M weights", highlight=False)
 
 

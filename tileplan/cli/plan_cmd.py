@@ -10,10 +10,12 @@ import typer
 
 from tileplan.cli.app import (
     ARCH_HELP,
+    KV_HELP,
     MODEL_HELP,
     NO_PRUNE_HELP,
     OBJECTIVE_HELP,
     PSUM_HELP,
+    SEQ_HELP,
     SET_HELP,
     STRATEGY_HELP,
     _guard,
@@ -46,6 +48,8 @@ def plan(
     fix_partition: str | None = typer.Option(None, "--fix-partition", help="tso: only KS | KS&OFM | OFM."),
     fix_schedule: str | None = typer.Option(None, "--fix-schedule", help="tso: only IS | OS | WS."),
     batch: int = typer.Option(1, "--batch", "-b", min=1, max=1024, help="Batch size (1 to 1024)."),
+    seq: int | None = typer.Option(None, "--seq", help=SEQ_HELP),
+    kv: int | None = typer.Option(None, "--kv", help=KV_HELP),
     budget: int = typer.Option(20_000, min=1, max=2**21, help="Candidates for sampling strategies."),
     seed: int = typer.Option(0, min=0, help="Seed for sampling strategies."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Search every layer, even identical ones."),
@@ -102,7 +106,7 @@ def plan(
         options = api.strategy_options(fix_partition=fix_partition, fix_schedule=fix_schedule, pruning=no_prune or (),
                                        max_parallel=max_parallel, min_utilization=min_utilization)
         machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
-        network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
+        network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported, seq=seq, kv=kv)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
 

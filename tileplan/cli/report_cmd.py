@@ -8,8 +8,10 @@ import typer
 
 from tileplan.cli.app import (
     ARCH_HELP,
+    KV_HELP,
     MODEL_HELP,
     PSUM_HELP,
+    SEQ_HELP,
     SET_HELP,
     _guard,
     _progress,
@@ -31,6 +33,8 @@ def report(
     objective: str = typer.Option("latency", "--objective", help="latency | energy | edp | dram | perf-per-byte"),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s", help="Search strategy (as for `tileplan plan`)."),
     batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
+    seq: int | None = typer.Option(None, "--seq", help=SEQ_HELP),
+    kv: int | None = typer.Option(None, "--kv", help=KV_HELP),
     budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
     seed: int = typer.Option(0, help="Seed for sampling strategies."),
     skip_unsupported: bool = typer.Option(False, "--skip-unsupported",
@@ -52,7 +56,7 @@ def report(
             raise TileplanError(f"unknown objective {objective!r}; choose {', '.join(api.OBJECTIVES)}")
         check_output_file(output)
         machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
-        network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
+        network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported, seq=seq, kv=kv)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
 
