@@ -143,7 +143,7 @@ def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported
 
 
 def _precision(arch: Arch, precision_bytes: int | None) -> Precision:
-    return Precision.uniform(precision_bytes or arch.precision_bytes)
+    return Precision.uniform(precision_bytes or arch.precision_bytes, arch.psum_bytes)
 
 
 def validate_mapping(problem: Problem, mapping: Mapping) -> None:
@@ -407,6 +407,7 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                                  cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
                        {"batch": net.batch, "precision_bytes": precision_bytes or a.precision_bytes,
+                        "psum_bytes": a.psum_bytes or precision_bytes or a.precision_bytes,
                         "dram_model": dram_model, "dram_burst_bytes": a.dram.burst_bytes, **(options or {})})
 
 

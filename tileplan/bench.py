@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from rich.table import Table
 
 from tileplan import api
+from tileplan.bench_memory import TreePeak
 from tileplan.errors import TileplanError
 from tileplan.search import memo
 
@@ -34,7 +35,7 @@ class BenchRow:
     seconds: float
     evaluated: int
     space_size: float
-    peak_mib: float  # largest resident set of the planner or one of its worker processes
+    peak_mib: float  # largest resident memory of the planner and its worker processes together
     cache_saved_s: float
     cold_s: float = 0.0
     cpu_s: float = 0.0
@@ -64,16 +65,16 @@ def run_bench(networks: list[str], archs: list[str], *, strategy: str = "exhaust
     for arch in archs:
         for net in networks:
             runs = []
-            for _ in range(1 + max(0, repeat)):
-                memo.clear()  # warm: the kernels are loaded, but nothing of an earlier plan is reused
-                t0, c0 = time.perf_counter(), _cpu()
-                result = api.plan(net.strip(), arch.strip(), strategy=strategy, objective=objective, jobs=workers)
-                runs.append((time.perf_counter() - t0, _cpu() - c0))
+            with TreePeak() as tree:  # this process and its search workers together
+                for _ in range(1 + max(0, repeat)):
+                    memo.clear()  # warm: the kernels are loaded, but nothing of an earlier plan is reused
+                    t0, c0 = time.perf_counter(), _cpu()
+                    result = api.plan(net.strip(), arch.strip(), strategy=strategy, objective=objective,
+                                      jobs=workers)
+                    runs.append((time.perf_counter() - t0, _cpu() - c0))
             cold = runs[0][0]
             seconds, cpu = min(runs[1:] or runs)
-            # Largest resident set of this process or of any search worker so far (KiB on Linux).
-            peak = 1024 * max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                              resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+            peak = tree.bytes
             by_name = {lp.name: lp for lp in result.layers}
             saved = sum(by_name[lp.cached_from].search_seconds for lp in result.layers if lp.cached_from)
             row = BenchRow(result.network, result.arch, len(result.layers), result.searched_layers, seconds,

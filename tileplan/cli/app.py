@@ -52,6 +52,13 @@ NO_PRUNE_HELP = ("marvel*: switch a pruning option off (repeatable): divisors | 
 OBJECTIVE_HELP = "What the search minimises: " + " | ".join(OBJECTIVE_NAMES) + "."
 SET_HELP = ("Change one field of the machine, PATH=VALUE (repeatable): dram.bandwidth_bytes_per_s=8e9, "
             "memories.input.size_bytes=16KiB, pe_array.axes.rows.size=8.")
+PSUM_HELP = ("Bytes per partial sum (1 to 8): the accumulator width that partial sums spilled to DRAM move "
+             "and take on chip (default: the machine's psum_bytes, else its data width precision_bytes).")
+
+
+def machine_sets(sets: list[str] | None, psum_bytes: int | None) -> list[str]:
+    """The ``--set`` overrides of a command with its ``--psum-bytes`` added (the field ``psum_bytes``)."""
+    return [*(sets or ()), *([f"psum_bytes={psum_bytes}"] if psum_bytes is not None else [])]
 
 
 def _fail(message: str) -> NoReturn:

@@ -11,11 +11,13 @@ from tileplan.cli.app import (
     MODEL_HELP,
     NO_PRUNE_HELP,
     OBJECTIVE_HELP,
+    PSUM_HELP,
     SET_HELP,
     _guard,
     _progress,
     app,
     check_names,
+    machine_sets,
     out,
 )
 
@@ -25,6 +27,7 @@ def compare(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
+    psum_bytes: int | None = typer.Option(None, "--psum-bytes", min=1, max=8, help=PSUM_HELP),
     strategies: str = typer.Option("exhaustive,random", "--strategies", "-s",
                                    help="Comma-separated strategies (see `tileplan plan --help`)."),
     objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
@@ -59,7 +62,7 @@ def compare(
         names = [s.strip() for s in strategies.split(",") if s.strip()]
         options = api.strategy_options(pruning=no_prune or (), max_parallel=max_parallel,
                                        min_utilization=min_utilization)
-        machine = api.load_arch(arch, sets or ())
+        machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
         network = api.load_network(model, batch=batch)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")

@@ -13,12 +13,14 @@ from tileplan.cli.app import (
     MODEL_HELP,
     NO_PRUNE_HELP,
     OBJECTIVE_HELP,
+    PSUM_HELP,
     SET_HELP,
     STRATEGY_HELP,
     _guard,
     _progress,
     app,
     check_names,
+    machine_sets,
     out,
 )
 from tileplan.errors import TileplanError
@@ -35,6 +37,7 @@ def plan(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
+    psum_bytes: int | None = typer.Option(None, "--psum-bytes", min=1, max=8, help=PSUM_HELP),
     objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=STRATEGY_HELP),
     dram_model: str = typer.Option("burst", "--dram-model",
@@ -98,7 +101,7 @@ def plan(
                                     f"two-level ones: plan with --strategy marvel or marvel-joint")
         options = api.strategy_options(fix_partition=fix_partition, fix_schedule=fix_schedule, pruning=no_prune or (),
                                        max_parallel=max_parallel, min_utilization=min_utilization)
-        machine = api.load_arch(arch, sets or ())
+        machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
         network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
@@ -166,6 +169,7 @@ def eval_cmd(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
+    psum_bytes: int | None = typer.Option(None, "--psum-bytes", min=1, max=8, help=PSUM_HELP),
     layer: str | None = typer.Option(None, "--layer", "-l", help="Layer name (see `tileplan zoo show MODEL`; "
                                      "may be left out when MODEL has one layer)."),
     mapping: Path = typer.Option(..., "--mapping", "-m", help="Mapping JSON (as written by `plan --json`) or a "
@@ -186,10 +190,10 @@ def eval_cmd(
         target = network[layer] if layer is not None else network.layers[0]
         if "mapping" in timeloop_keys(mapping):
             machine, m = api.timeloop_mapping(target, arch, mapping)
-            machine = api.load_arch(machine, sets or ())
+            machine = api.load_arch(machine, machine_sets(sets, psum_bytes))
             _print_cost(m, api.evaluate(target, machine, m), json_out)
             return
-        machine = api.load_arch(arch, sets or ())
+        machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
         try:
             text = mapping.read_text(encoding="utf-8")
         except OSError as exc:

@@ -113,7 +113,7 @@ def emit(
 def _prec(a: Any) -> Any:
     from tileplan.workload.layer import Precision
 
-    return Precision.uniform(a.precision_bytes)
+    return Precision.uniform(a.precision_bytes, a.psum_bytes)
 
 
 @app.command()
