@@ -87,7 +87,7 @@ def load(dispatcher: Any, py_func: Callable[..., Any]) -> None:
     without calling it and without compiling (once per process).
 
     Machine code read from the cache needs none of numba's typing and lowering registries, which
-    numba nevertheless loads before its first cache read (``BaseContext.refresh``: importing some 40
+    numba nevertheless loads before its first cache read (``BaseContext.refresh``: importing some 60
     of its modules and registering thousands of templates, ~90 % of a cached loop's load time). Here
     the read skips that step: only numba's runtime (NRT) is initialised, and only for a loop compiled
     with it (one that allocates). A later compile of a new signature refreshes the registries as
@@ -96,18 +96,28 @@ def load(dispatcher: Any, py_func: Callable[..., Any]) -> None:
     signatures = [] if key in _loaded else cached_signatures(py_func)
     if not signatures:
         return
-    _loaded.add(key)
-    from numba.core.registry import cpu_target
+    _loaded.add(key)  # (a cache file unreadable now is compiled at the first call, as numba does)
+    from numba.core.compiler_lock import global_compiler_lock
     from numba.core.runtime import nrt
 
-    context = cpu_target.target_context
+    context = dispatcher.targetctx
     uses_nrt = dispatcher.targetoptions.get("_nrt", True)
-    context.refresh = (lambda: nrt.rtsys.initialize(context)) if uses_nrt else (lambda: None)
-    try:
-        for sig in signatures:
-            dispatcher.compile(sig)
-    finally:
-        del context.refresh
+    with global_compiler_lock:
+        context.refresh = (lambda: nrt.rtsys.initialize(context)) if uses_nrt else (lambda: None)
+        try:
+            for sig in signatures:
+                if dispatcher.overloads.get(tuple(sig)) is not None:
+                    continue
+                # What numba's ``Dispatcher.compile`` does with a cache hit; a miss (an unreadable
+                # file) is left to the first call, which compiles as numba always does.
+                result = dispatcher._cache.load_overload(sig, context)
+                if result is None:
+                    continue
+                dispatcher._cache_hits[sig] += 1
+                context.insert_user_function(result.entry_point, result.fndesc, [result.library])
+                dispatcher.add_overload(result)
+        finally:
+            del context.refresh
 
 
 def ready(py_func: Callable[..., Any], loader: Any) -> bool:
