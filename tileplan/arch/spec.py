@@ -19,8 +19,16 @@ def _num(value: float) -> str:
     return str(int(value)) if math.isfinite(value) and float(value).is_integer() and abs(value) < 1e9 else f"{value:g}"
 
 
+def _not_bool(value: object) -> object:
+    """``true`` is not the number 1: a yes/no where a number belongs is an error, not a coercion."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, got {str(value).lower()}")
+    return value
+
+
 def _integral(value: object) -> object:
     """YAML reads ``1e6`` as a string and ``1.0e6`` as a float: let both be integers when they are."""
+    _not_bool(value)
     if isinstance(value, str):
         try:
             value = float(value)
@@ -45,10 +53,10 @@ def _within(lo: float, hi: float, text: str) -> AfterValidator:
 # Sane ranges: generous for any real machine, tight enough that a typo (a missing "e9", an extra
 # zero) is caught here instead of printing 300-digit numbers, a false "no mapping fits" or running
 # out of memory in the search.
-Hz = Annotated[float, _within(1e3, 1e11, "1e3 and 1e11 Hz (1 kHz to 100 GHz)")]
-BytesPerS = Annotated[float, _within(1e3, 1e15, "1e3 and 1e15 bytes/s (1 kB/s to 1 PB/s)")]
-Picojoules = Annotated[float, _within(0, 1e6, "0 and 1e6 pJ")]
-Nanoseconds = Annotated[float, _within(0, 1e6, "0 and 1e6 ns (1 ms)")]
+Hz = Annotated[float, BeforeValidator(_not_bool), _within(1e3, 1e11, "1e3 and 1e11 Hz (1 kHz to 100 GHz)")]
+BytesPerS = Annotated[float, BeforeValidator(_not_bool), _within(1e3, 1e15, "1e3 and 1e15 bytes/s (1 kB/s to 1 PB/s)")]
+Picojoules = Annotated[float, BeforeValidator(_not_bool), _within(0, 1e6, "0 and 1e6 pJ")]
+Nanoseconds = Annotated[float, BeforeValidator(_not_bool), _within(0, 1e6, "0 and 1e6 ns (1 ms)")]
 MemoryBytes = Annotated[int, BeforeValidator(_integral), _within(1, 2**40, "1 and 2**40 bytes (1 TiB)")]
 BurstBytes = Annotated[int, BeforeValidator(_integral), _within(1, 2**20, "1 and 2**20 bytes (1 MiB)")]
 RegisterBytes = Annotated[int, BeforeValidator(_integral), _within(0, 2**30, "0 and 2**30 bytes (1 GiB)")]
