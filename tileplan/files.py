@@ -28,10 +28,11 @@ def _is_stream(path: Path) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def _os_error(target: Path, err: OSError) -> TileplanError:
+def _os_error(target: Path, err: OSError, *, stream: bool = False) -> TileplanError:
     if err.errno in (errno.ENOSPC, errno.EDQUOT):
-        return TileplanError(f"cannot write {target}: no space left on the device (disk full); nothing was "
-                             f"written and an existing {target.name} is unchanged; free some space and run again")
+        kept = "" if stream else f"; nothing was written and an existing {target.name} is unchanged"
+        return TileplanError(f"cannot write {target}: no space left on the device (disk full){kept}; free some "
+                             f"space and run again")
     return TileplanError(f"cannot write {target}: {err.strerror or err}")
 
 
@@ -147,7 +148,7 @@ def _stream(target: Path, data: bytes) -> None:
         while view:
             view = view[os.write(fd, view):]
     except OSError as err:
-        raise _os_error(target, err) from None
+        raise _os_error(target, err, stream=True) from None
     finally:
         os.close(fd)
 

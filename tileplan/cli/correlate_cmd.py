@@ -23,14 +23,14 @@ def correlate(
     """Pearson correlation between modelled and measured per-layer times (the thesis: 0.64 on a TX2)."""
     from rich.table import Table
 
+    from tileplan.cli.guards import check_outputs
     from tileplan.experiments.common import table_csv
-    from tileplan.report.files import check_output_file, write_text_atomic
+    from tileplan.report.files import write_text_atomic
     from tileplan.report.plots import save, scatter
 
     def work() -> None:
-        for target in (plot, csv_path):
-            if target is not None:
-                check_output_file(target)
+        check_outputs([("--plot", plot), ("--csv", csv_path)],
+                      others=[("the plan file", plan), ("the measurements file", measured)])
         with err.status("correlating", spinner="dots") as status:
             result = api.correlate(plan, measured, time_c=time_c, repeats=repeats,
                                    log=lambda msg: status.update(msg))
