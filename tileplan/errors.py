@@ -25,3 +25,23 @@ class MappingError(TileplanError):
 
 class InfeasibleError(TileplanError):
     """No mapping of a layer fits the accelerator, even with every tile size at 1."""
+
+
+class Stopped(KeyboardInterrupt):
+    """A stop signal (SIGTERM, SIGHUP) handled exactly like Ctrl-C: the work stops, workers end,
+    temporary files go; the command exits with 128 + ``signum`` (143, 129)."""
+
+    #: The signal of the last stop raised in this process (0: none), for callers that only see the
+    #: exit code 130 a library substituted for the exception.
+    last_signum: int = 0
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by signal {signum}")
+        self.signum = signum
+        Stopped.last_signum = signum
+
+
+def stop_exit_code(exc: BaseException | None = None) -> int:
+    """Exit code of a stop: 128 + the signal (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP)."""
+    signum = getattr(exc, "signum", None) or Stopped.last_signum or 2
+    return 128 + int(signum)

@@ -20,6 +20,7 @@ from tileplan.cli import (  # noqa: F401  (importing a command module registers 
     sweep_cmd,
 )
 from tileplan.cli.app import app, err, interrupt_reported, out
+from tileplan.errors import stop_exit_code
 
 __all__ = ["app", "main", "run"]
 
@@ -52,6 +53,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return 1
     if code == 130 and not interrupt_reported():  # Ctrl-C outside a command's guard (typer's 130)
         err.print("interrupted", highlight=False)
+        code = stop_exit_code()  # 143 / 129 when it was SIGTERM / SIGHUP
     return code if isinstance(code, int) else 0
 
 

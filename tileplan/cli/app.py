@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from tileplan.errors import TileplanError
+from tileplan.errors import TileplanError, stop_exit_code
 from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
 from tileplan.search.objective import Objective
 
@@ -52,13 +52,15 @@ def _fail(message: str) -> NoReturn:
     raise typer.Exit(code=2)
 
 
-def _interrupted() -> NoReturn:
-    """Ctrl-C: the work has been stopped (workers ended, nothing written); say so and exit with 130."""
+def _interrupted(exc: BaseException | None = None) -> NoReturn:
+    """Ctrl-C (or SIGTERM, SIGHUP): the work has been stopped (workers ended, nothing written); say so
+    and exit with 128 + the signal (130, 143, 129)."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break the way out
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # a second one must not break the way out
+            signal.signal(sig, signal.SIG_IGN)
     err.print("interrupted", highlight=False)
     _REPORTED.append(True)
-    raise typer.Exit(code=130)
+    raise typer.Exit(code=stop_exit_code(exc))
 
 
 def interrupt_reported() -> bool:
@@ -71,8 +73,8 @@ def _guard(fn: Callable[[], Any]) -> Any:
         return fn()
     except TileplanError as exc:
         _fail(str(exc))
-    except KeyboardInterrupt:
-        _interrupted()
+    except KeyboardInterrupt as exc:
+        _interrupted(exc)
 
 
 @cache
