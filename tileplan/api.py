@@ -474,6 +474,31 @@ def operand_names() -> list[str]:
     return [op.label for op in OPERANDS]
 
 
+def _read_plan(path: Path) -> NetworkPlan:
+    """The per-layer plan in the JSON file ``path`` (errors name the file and say what it holds)."""
+    import json
+
+    from tileplan.files import read_text_input
+
+    text = read_text_input(path, "plan file (JSON)")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise TileplanError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+    except RecursionError:
+        raise TileplanError(f"{path}: nested too deeply to be a plan file") from None
+    if isinstance(data, dict) and "groups" in data and "base" in data:
+        raise TileplanError(f"{path} is a fused plan (`plan --fuse`): fused groups have no per-layer time to "
+                            f"correlate; give a plan written by `tileplan plan --json` without --fuse")
+    if not isinstance(data, dict):
+        raise TileplanError(f"{path}: not a tileplan plan file (expected a JSON object, as `tileplan plan --json` "
+                            f"writes)")
+    try:
+        return NetworkPlan.from_dict(data)
+    except TileplanError as err:
+        raise TileplanError(f"{path}: {err}") from None
+
+
 def correlate(plan: NetworkPlan | str | Path, measured: dict[str, float] | str | Path | None = None, *,
               time_c: bool = False, repeats: int = 3, log: Callable[[str], None] | None = None) -> Correlation:
     """Pearson correlation of a plan's modelled per-layer times with measured ones (e-PlaNNer Fig.
@@ -484,11 +509,7 @@ def correlate(plan: NetworkPlan | str | Path, measured: dict[str, float] | str |
     from tileplan.report.correlation import read_measured
 
     if not isinstance(plan, NetworkPlan):
-        try:
-            text = Path(plan).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise TileplanError(f"cannot read plan {plan}: {err}") from None
-        plan = NetworkPlan.from_json(text)
+        plan = _read_plan(Path(plan))
     if time_c:
         times = time_layers(load_network(plan.network), load_arch(plan.arch), plan, repeats=repeats, log=log)
     elif measured is None:
