@@ -208,3 +208,25 @@ def read_text_input(path: str | Path, what: str, *, limit: int = MAX_TEXT_INPUT_
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise TileplanError(f"{target}: not a UTF-8 text file, so not {a_what}") from None
+
+
+def csv_cell(value: object) -> object:
+    """``value`` made safe for a spreadsheet: a text cell that begins with ``=``, ``+``, ``-``, ``@``
+    (or a tab or carriage return) would run as a formula, so it gets a leading ``'``; numbers, and
+    text that reads as a number (``-3``, ``-1e-05``), stay as they are.
+
+    >>> [csv_cell(v) for v in ("=1+1", "-2.5", "@SUM(A1)", "conv1", -3)]
+    ["'=1+1", '-2.5', "'@SUM(A1)", 'conv1', -3]
+    """
+    if not isinstance(value, str) or value[:1] not in ("=", "+", "-", "@", "\t", "\r"):
+        return value
+    try:
+        float(value)
+    except ValueError:
+        return "'" + value
+    return value
+
+
+def csv_row(row: dict[str, object]) -> dict[str, object]:
+    """A CSV row (column -> value) with every text cell passed through :func:`csv_cell`."""
+    return {k: csv_cell(v) for k, v in row.items()}

@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 from tileplan.arch.overrides import apply_overrides, parse_override, parse_value
 from tileplan.arch.spec import Arch
 from tileplan.errors import ConfigError, TileplanError
+from tileplan.files import csv_cell
 from tileplan.report.files import write_text_atomic
 
 #: Result columns of every row, after the point's parameters.
@@ -58,7 +59,8 @@ class SweepPoint:
 
     def key(self) -> tuple[str, ...]:
         """The point's parameters as they appear in the CSV."""
-        return (str(self.index), self.model, self.strategy, self.objective, *(v for _, v in self.settings))
+        return tuple(str(csv_cell(v)) for v in (str(self.index), self.model, self.strategy, self.objective,
+                                                 *(v for _, v in self.settings)))
 
 
 def split_values(text: str) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, field_validator, model_validator
 
 from tileplan.dims import Dim, Operand
+from tileplan.errors import printable
 
 
 def _num(value: float) -> str:
@@ -64,6 +65,8 @@ Lanes = Annotated[int, BeforeValidator(_integral), _within(1, 65536, "1 and 6553
 CoreCount = Annotated[int, BeforeValidator(_integral), _within(1, 1024, "1 and 1024")]
 Small = Annotated[int, BeforeValidator(_integral), _within(1, 1024, "1 and 1024")]
 Precision = Annotated[int, BeforeValidator(_integral), _within(1, 8, "1 and 8 bytes per element")]
+#: A name or description read from a file: control characters escaped (see ``errors.printable``).
+Name = Annotated[str, AfterValidator(printable)]
 MAX_CORES = 1024
 MAX_PES_PER_CORE = 1 << 20
 
@@ -84,7 +87,7 @@ class Dram(_Frozen):
 class Memory(_Frozen):
     """An on-chip buffer holding the tiles of ``operands`` (one operand: dedicated; several: shared)."""
 
-    name: str
+    name: Name
     operands: tuple[str, ...]
     size_bytes: MemoryBytes
     energy_pj_per_byte: Picojoules = 0.0
@@ -144,7 +147,7 @@ class Axis(_Frozen):
     128-bit datapath doing 16 8-bit or 8 16-bit MACs per cycle.
     """
 
-    name: str
+    name: Name
     size: Lanes | None = None
     size_by_precision: dict[Precision, Lanes] | None = None
     dims: tuple[str, ...]
@@ -220,8 +223,8 @@ class Energy(_Frozen):
 class Arch(_Frozen):
     """A whole accelerator: clock, DRAM, on-chip memories, cores, PE array, register file, NoC."""
 
-    name: str
-    description: str = ""
+    name: Name
+    description: Name = ""
     clock_hz: Hz
     precision_bytes: Precision = 1
     overlap: bool = False

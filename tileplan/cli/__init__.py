@@ -20,13 +20,13 @@ from tileplan.cli import (  # noqa: F401  (importing a command module registers 
     sweep_cmd,
 )
 from tileplan.cli.app import app, err, interrupt_reported, out
-from tileplan.errors import stop_exit_code
+from tileplan.errors import printable, stop_exit_code
 
 __all__ = ["app", "main", "run"]
 
 
 def _one_line(message: str) -> None:
-    err.print(Text.assemble(("error:", "bold red"), " ", " ".join(message.split())), highlight=False,
+    err.print(Text.assemble(("error:", "bold red"), " ", printable(" ".join(message.split()))), highlight=False,
               soft_wrap=True)
 
 

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from tileplan.errors import TileplanError, stop_exit_code
+from tileplan.errors import TileplanError, printable, stop_exit_code
 from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
 from tileplan.search.objective import Objective
 
@@ -47,7 +47,7 @@ SET_HELP = ("Change one field of the machine, PATH=VALUE (repeatable): dram.band
 
 def _fail(message: str) -> NoReturn:
     """Print ``error: message`` as one line (never interpreted as rich markup) and exit with 2."""
-    err.print(Text.assemble(("error:", "bold red"), " ", message.replace("\n", "; ")), highlight=False,
+    err.print(Text.assemble(("error:", "bold red"), " ", printable(message.replace("\n", "; "))), highlight=False,
               soft_wrap=True)
     raise typer.Exit(code=2)
 
