@@ -72,7 +72,8 @@ def _check_shapes(data: dict[str, Any]) -> None:
     """Each field has the JSON type it needs (a list where an object belongs is named as such)."""
     for key, (kind, example) in _SHAPES.items():
         if key in data and not isinstance(data[key], kind):
-            got = {list: "a list", dict: "an object", str: "a string"}.get(type(data[key]), repr(data[key]))
+            names: dict[type, str] = {list: "a list", dict: "an object", str: "a string"}
+            got = names.get(type(data[key]), repr(data[key]))
             raise MappingError(f"mapping field {key!r} must be like {example}, got {got}")
     for key, inner in (("split", dict), ("spatial", dict), ("levels", dict)):
         values = data.get(key, {})

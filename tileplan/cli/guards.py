@@ -40,7 +40,7 @@ def check_flags(strategies: Sequence[str], *, fuse: bool, fix_partition: str | N
                                 f"--strategy tso or drop {flag}")
     if max_group is not None and not fuse:
         raise TileplanError("--max-group limits fused groups: add --fuse or drop --max-group")
-    for flag, value in marvel_flags:
-        if value not in (None, (), []) and not any(s in LEVEL_STRATEGIES for s in strategies):
+    for flag, given in marvel_flags:
+        if given not in (None, (), []) and not any(s in LEVEL_STRATEGIES for s in strategies):
             raise TileplanError(f"{flag} applies to the MARVEL family ({', '.join(LEVEL_STRATEGIES)}) only, not "
                                 f"{names}; choose one of them or drop {flag}")
