@@ -50,7 +50,12 @@ def _format_errors(source: str, err: ValidationError) -> str:
         elif e["type"] == "missing":
             msg = "required field is missing"
         lines.append(f"{source}: {path}: {msg}")
+    if len(lines) > _MAX_ERRORS:  # a generated or hostile file: the first few say what is wrong
+        lines[_MAX_ERRORS:] = [f"{source}: and {len(lines) - _MAX_ERRORS} more problems"]
     return "\n".join(lines)
+
+
+_MAX_ERRORS = 8
 
 
 def from_dict(data: Any, source: str = "<dict>") -> Arch:

@@ -67,12 +67,46 @@ def _cache_holds(py_func: Callable[..., Any]) -> bool:
         from numba.core.caching import FunctionCache
         from numba.core.registry import cpu_target
 
-        index = FunctionCache(py_func)._cache_file._load_index()  # empty when stale or of another numba
+        cache_file = FunctionCache(py_func)._cache_file
         magic = cpu_target.target_context.codegen().magic_tuple()
-    except Exception:  # noqa: BLE001 - numba missing or its cache unreadable: not cached
+    except Exception:  # noqa: BLE001 - numba missing: not cached
         return False
-    code = hashlib.sha256(py_func.__code__.co_code).hexdigest()
-    return any(k[1] == magic and k[2][0] == code for k in index)
+    try:
+        index = cache_file._load_index()  # empty when stale or of another numba
+        code = hashlib.sha256(py_func.__code__.co_code).hexdigest()
+        names = [name for k, name in index.items() if k[1] == magic and k[2][0] == code]
+        for name in names:
+            cache_file._load_data(name)  # unpickles the entry (no compiling): a truncated file fails here
+    except Exception as err:  # noqa: BLE001 - a truncated, empty or garbled index or data file
+        _discard(Path(cache_file._index_path), err)
+        return False
+    return bool(names)
+
+
+#: Corrupt cache files removed in this process: (index file, what was wrong).
+HEALED: list[tuple[str, str]] = []
+
+
+def _discard(index_path: Path, err: Exception) -> None:
+    """Remove one function's numba cache (its index and data files): it is rebuilt by the next
+    compile, instead of failing every run (numba itself raises on a truncated file)."""
+    base = index_path.name[: -len(".nbi")]
+    for path in [index_path, *index_path.parent.glob(f"{base}.*.nbc")]:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+    HEALED.append((str(index_path), f"{type(err).__name__}: {err}"[:120]))
+
+
+def heal(loops: list[Callable[..., Any]]) -> list[tuple[str, str]]:
+    """Check numba's cache of every loop (removing corrupt files, see :func:`on_disk`); return what
+    was removed in this process."""
+    for f in loops:
+        _held.pop(f"{f.__module__}.{f.__qualname__}", None)
+        _read_at.pop(f"{f.__module__}.{f.__qualname__}", None)
+        on_disk(f)
+    return list(HEALED)
 
 
 def ready(py_func: Callable[..., Any], loader: Any) -> bool:
@@ -83,6 +117,8 @@ def ready(py_func: Callable[..., Any], loader: Any) -> bool:
         return False
     if m == "auto" and not (loader.cache_info().currsize or on_disk(py_func)):
         return False
+    if m == "numba" and not loader.cache_info().currsize:
+        on_disk(py_func)  # removes a corrupt cache file, which numba would fail on, before loading
     return loader() is not None
 
 
