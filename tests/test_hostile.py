@@ -31,7 +31,8 @@ pe_array:
 EPLANNER = {"bandwidth": 1.6, "frequency": 1.2, "mem_size": [368, 288, 144], "pe_len": [32, 32],
             "pe_mapping": [["IC"], ["OC"]]}
 MAPPING = {"tiles": {"K": 4}, "spatial": [{"C": 4}]}
-SWEEP_HEADER = "point,model,strategy,objective,latency_cycles,latency_s,dram_bytes,bursts,energy_pj,edp,searched_layers\n"
+SWEEP_HEADER = ("point,model,strategy,objective,latency_cycles,latency_s,dram_bytes,bursts,energy_pj,edp,"
+                "searched_layers\n")
 
 
 def onnx_model(nodes: list[object], inits: list[object], shape: tuple[int, ...] = (1, 3, 32, 32)) -> bytes:
@@ -223,7 +224,8 @@ CASES = [
          {"m.onnx": onnx_model([node("Conv", ["x", "w"], ["c"], "conv"), node("Relu", ["c"], ["w"], "r"),
                                 node("Relu", ["c"], ["y"], "r2")], [weight()])}),
     Case("onnx-writes-the-input", ["plan", "m.onnx"], "which a graph input already defines",
-         {"m.onnx": onnx_model([node("Conv", ["x", "w"], ["y"], "conv"), node("Relu", ["y"], ["x"], "r")], [weight()])}),
+         {"m.onnx": onnx_model([node("Conv", ["x", "w"], ["y"], "conv"), node("Relu", ["y"], ["x"], "r")],
+                               [weight()])}),
     Case("onnx-reads-its-own-output", ["plan", "m.onnx"], "node 'selfadd' (Add) reads its own output 'a'",
          {"m.onnx": onnx_model([node("Conv", ["x", "w"], ["c"], "conv"), node("Add", ["c", "a"], ["a"], "selfadd"),
                                 node("Relu", ["c"], ["y"], "r")], [weight()])}),
