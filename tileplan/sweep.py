@@ -245,8 +245,9 @@ def _ray(jobs: list[tuple[Sweep, SweepPoint]], workers: int, address: str | None
                 ray.init(address=address, include_dashboard=False, log_to_driver=False)
             else:
                 ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-        except (ConnectionError, RuntimeError, ValueError) as err:
-            raise TileplanError(f"cannot start or reach Ray at {address or 'a local cluster'}: {err}") from None
+        except Exception as err:  # noqa: BLE001 - Ray raises bare Exception on a start-up timeout
+            raise TileplanError(f"cannot start or reach Ray at {address or 'a local cluster'}: "
+                                f"{' '.join(str(err).split())[:300]}") from None
     remote = ray.remote(num_cpus=1, max_retries=1)(run_point)
     refs = {remote.remote(job): i for i, job in enumerate(jobs)}
     pending = list(refs)
