@@ -175,6 +175,30 @@ def test_a_signal_to_the_planner_alone_leaves_nothing(tmp_path: Path, sig: int, 
         assert not list(shm.glob(f"tileplan-best-{proc.pid}-*"))
 
 
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs /dev/shm")
+def test_a_sweep_stopped_by_sigterm_leaves_no_shared_memory(tmp_path: Path) -> None:
+    proc = subprocess.Popen([*CLI, "sweep", "vgg16,resnet50", "-o", "s.csv", "--jobs", "2", "--no-plot"], cwd=tmp_path,
+                            env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(_live(_descendants(proc.pid))) < 3:
+            time.sleep(0.1)
+        time.sleep(1.0)
+        run_pids = _live(_descendants(proc.pid))
+        os.kill(proc.pid, signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=20)
+        time.sleep(2)
+        assert _live(run_pids) == set()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 143 and stderr.splitlines()[-1] == "interrupted", stderr
+    assert not [p for pid in run_pids for p in Path("/dev/shm").glob(f"tileplan-best-{pid}-*")]
+    assert (tmp_path / "s.csv").read_text().startswith("point,model,strategy,objective,")  # resumable
+
+
 def test_orphaned_value_files_are_removed(tmp_path: Path) -> None:
     from tileplan.search import shared
 

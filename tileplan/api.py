@@ -313,7 +313,7 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
     try:
         parts = [_parts(layer, a, strategy, workers, dram_model, len(todo)) for layer in todo]
         cost = [_estimate(layer, strategy) if workers > 1 else 0.0 for layer in todo]
-        with shared_values(len(todo)) as path:
+        with shared_values(len(todo) if max(parts, default=1) > 1 else 0) as path:
             # Big layers first, each as ``parts`` items: their parts then run side by side; then the
             # costliest first, so that no big layer is left to run alone at the end.
             args: list[_Item] = []

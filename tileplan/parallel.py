@@ -108,6 +108,9 @@ def _stop(pool: ProcessPoolExecutor, futures: dict[Future[R], int]) -> None:
             if proc.is_alive():
                 proc.kill()
                 proc.join(timeout=1)
+        from tileplan.search.shared import remove_orphans
+
+        remove_orphans()  # value files of the workers just ended (they ran no clean-up)
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)

@@ -45,7 +45,11 @@ class SharedBest:
 
 @contextmanager
 def shared_values(count: int) -> Iterator[str]:
-    """A file of ``count`` values, all ``inf``, removed on exit; yields its path."""
+    """A file of ``count`` values, all ``inf``, removed on exit; yields its path (no file and an
+    empty path when ``count`` is 0: nothing to share)."""
+    if count <= 0:
+        yield ""
+        return
     folder = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
     _remove_orphans(folder or tempfile.gettempdir())
     fd, path = tempfile.mkstemp(prefix=f"tileplan-best-{os.getpid()}-", suffix=".f64", dir=folder)
@@ -58,6 +62,12 @@ def shared_values(count: int) -> Iterator[str]:
             os.unlink(path)
         except OSError:
             pass
+
+
+def remove_orphans() -> None:
+    """Remove the value files of processes that no longer run (see :func:`_remove_orphans`)."""
+    folder = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    _remove_orphans(folder)
 
 
 def _remove_orphans(folder: str) -> None:
