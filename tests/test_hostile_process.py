@@ -316,14 +316,14 @@ def test_a_corrupt_numba_cache_is_removed_and_rebuilt(tmp_path: Path, monkeypatc
 
 def test_compiled_main_heals_and_fails_in_one_line(monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    from tileplan.cost import compiled
+    from tileplan import warmup
 
     def broken() -> None:
         raise RuntimeError("the compiler exploded")
 
-    monkeypatch.setattr(compiled, "warm_up", broken)
-    monkeypatch.setattr(compiled.jit, "heal", lambda loops: [("/x/kernel.model_loop-1.py311.nbi", "EOFError: ")])
-    assert compiled.main([]) == 1
+    monkeypatch.setattr(warmup, "warm_up", broken)
+    monkeypatch.setattr(warmup.jit, "heal", lambda loops: [("/x/kernel.model_loop-1.py311.nbi", "EOFError: ")])
+    assert warmup.main([]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("note: removed a corrupt numba cache file (kernel.model_loop-1.py311.nbi")
     assert err[1].startswith("error: compiling the cost kernel failed (RuntimeError: the compiler exploded)")

@@ -22,7 +22,7 @@ from tileplan.cli import (  # noqa: F401  (importing a command module registers 
 from tileplan.cli.app import app, err, interrupt_reported, out
 from tileplan.errors import printable, stop_exit_code
 
-__all__ = ["app", "main", "run"]
+__all__ = ["app", "run"]
 
 
 def _one_line(message: str) -> None:
@@ -55,15 +55,3 @@ def run(argv: Sequence[str] | None = None) -> int:
         err.print("interrupted", highlight=False)
         code = stop_exit_code()  # 143 / 129 when it was SIGTERM / SIGHUP
     return code if isinstance(code, int) else 0
-
-
-def main() -> None:
-    """Console entry point (the installed script is ``tileplan.entry:main``, which sets up Ctrl-C
-    handling before this package is imported)."""
-    from tileplan.entry import main as entry_main
-
-    entry_main()
-
-
-if __name__ == "__main__":
-    main()

@@ -81,15 +81,16 @@ def _guard(fn: Callable[[], Any]) -> Any:
 def _compile_note() -> None:
     """Before a command that plans (once per process): when the compiled loops are not built yet (a
     fresh install that skipped ``make venv``), start building them in the background and say so."""
-    from tileplan.cost import compiled, jit
+    from tileplan.cost import jit
+    from tileplan.warmup import compile_in_background
 
-    started = compiled.compile_in_background()
+    started = compile_in_background()
     for index, problem in jit.HEALED:
         err.print(f"note: removed a corrupt numba cache file ({os.path.basename(index)}: {problem}); it is rebuilt "
                   f"in the background", highlight=False, markup=False)
     if started:
         err.print("note: compiling tileplan's cost kernel in the background (once per install, about 2 minutes; "
-                  "`python -m tileplan.cost.compiled` does it in the foreground); until it is ready the same "
+                  "`python -m tileplan.warmup` does it in the foreground); until it is ready the same "
                   "numbers come from its slower numpy twin", highlight=False, markup=False)
 
 

@@ -63,6 +63,12 @@ def _cache_holds(py_func: Callable[..., Any]) -> bool:
     folder = source.parent / "__pycache__"
     if os.access(source.parent, os.W_OK) and not any(folder.glob(f"{source.stem}.{py_func.__name__}-*.nbi")):
         return False  # numba writes next to a writable source: nothing there, no need to import numba
+    return bool(cached_signatures(py_func))
+
+
+def cached_signatures(py_func: Callable[..., Any]) -> list[tuple[Any, ...]]:
+    """The argument types of every compiled ``py_func`` numba's on-disk cache holds for its current source
+    and bytecode on this CPU (empty when numba is missing or its cache unreadable)."""
     try:
         from numba.core.caching import FunctionCache
         from numba.core.registry import cpu_target
@@ -70,17 +76,17 @@ def _cache_holds(py_func: Callable[..., Any]) -> bool:
         cache_file = FunctionCache(py_func)._cache_file
         magic = cpu_target.target_context.codegen().magic_tuple()
     except Exception:  # noqa: BLE001 - numba missing: not cached
-        return False
+        return []
     try:
         index = cache_file._load_index()  # empty when stale or of another numba
         code = hashlib.sha256(py_func.__code__.co_code).hexdigest()
-        names = [name for k, name in index.items() if k[1] == magic and k[2][0] == code]
-        for name in names:
+        entries = [(k, name) for k, name in index.items() if k[1] == magic and k[2][0] == code]
+        for _, name in entries:
             cache_file._load_data(name)  # unpickles the entry (no compiling): a truncated file fails here
     except Exception as err:  # noqa: BLE001 - a truncated, empty or garbled index or data file
         _discard(Path(cache_file._index_path), err)
-        return False
-    return bool(names)
+        return []
+    return [k[0] for k, _ in entries]
 
 
 #: Corrupt cache files removed in this process: (index file, what was wrong).
@@ -100,13 +106,21 @@ def _discard(index_path: Path, err: Exception) -> None:
 
 
 def heal(loops: list[Callable[..., Any]]) -> list[tuple[str, str]]:
-    """Check numba's cache of every loop (removing corrupt files, see :func:`on_disk`); return what
-    was removed in this process."""
+    """Check numba's cache of every loop (removing corrupt files, see :func:`cached_signatures`);
+    return what was removed in this process."""
     for f in loops:
         _held.pop(f"{f.__module__}.{f.__qualname__}", None)
         _read_at.pop(f"{f.__module__}.{f.__qualname__}", None)
         on_disk(f)
     return list(HEALED)
+
+
+def load(dispatcher: Any, py_func: Callable[..., Any]) -> None:
+    """Load into numba's ``dispatcher`` (of ``py_func``) every compiled version its on-disk cache holds,
+    without calling it (numba's ``compile`` reads its cache first; nothing is compiled when the cache
+    holds the version)."""
+    for sig in cached_signatures(py_func):
+        dispatcher.compile(sig)
 
 
 def ready(py_func: Callable[..., Any], loader: Any) -> bool:
@@ -133,7 +147,7 @@ def cache_folder(py_func: Callable[..., Any]) -> Path | None:
 
 
 def compile_in_background(loops: list[Callable[..., Any]], lock_dir: Path | None) -> bool:
-    """Start ``python -m tileplan.cost.compiled --background LOCK`` (low priority, detached from the
+    """Start ``python -m tileplan.warmup --background LOCK`` (low priority, detached from the
     terminal, so Ctrl-C on this command does not stop it) when the mode is ``auto`` and numba's cache
     lacks one of ``loops``. A lock file in ``lock_dir`` keeps it to one such process at a time.
     True when a compile is running in the background (started now or earlier)."""
@@ -150,7 +164,7 @@ def compile_in_background(loops: list[Callable[..., Any]], lock_dir: Path | None
     except OSError:
         return False
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "tileplan.cost.compiled", "--background", str(lock)],
+        proc = subprocess.Popen([sys.executable, "-m", "tileplan.warmup", "--background", str(lock)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
     except OSError:

@@ -349,8 +349,8 @@ def _correlation(res: ExperimentResult, ref: Reference, log: Log) -> None:
                              k_out=int(x.dims[Dim.K]), r=3) for x in full.layers if x.op.value == "conv")
     small = Network("vgg16-28", convs, (1, 3, 28, 28))
     plan = api.plan(small, "cpu-c99", strategy="eplanner", objective=METRIC, jobs=1)
+    from tileplan.program.correlation import correlate
     from tileplan.program.ctime import time_layers
-    from tileplan.report.correlation import correlate
 
     corr = correlate(plan, time_layers(small, _arch("cpu-c99"), plan, repeats=3, log=log))
     res.table("fig6_3_correlation", corr.rows())
