@@ -114,7 +114,7 @@ def load_eplanner_json(path: str | Path, *, precision_bytes: int = 4, name: str 
     if missing:
         raise ConfigError(f"{path}: e-PlaNNer config is missing {', '.join(missing)}")
     try:
-        in_b, wt_b, out_b = (int(float(v) * 1024) for v in data["mem_size"])
+        in_b, wt_b, out_b = (int(_number(v, "mem_size") * 1024) for v in data["mem_size"])
         width, height = (_whole(v) for v in data["pe_len"])
         cols, rows = data["pe_mapping"]
         col_dims = [_EPLANNER_DIMS.get(str(d).upper(), str(d)) for d in cols]
@@ -125,7 +125,7 @@ def load_eplanner_json(path: str | Path, *, precision_bytes: int = 4, name: str 
     numbers = {}
     for key, unit in (("bandwidth", "GB/s"), ("frequency", "GHz")):
         try:
-            numbers[key] = float(data[key])
+            numbers[key] = _number(data[key], key)
         except (TypeError, ValueError):
             raise ConfigError(f"{path}: {key} must be a number in {unit}, got {data[key]!r}") from None
     arch = {
@@ -146,6 +146,13 @@ def load_eplanner_json(path: str | Path, *, precision_bytes: int = 4, name: str 
         ]},
     }
     return from_dict(arch, str(path))
+
+
+def _number(value: Any, key: str) -> float:
+    """A number of an e-PlaNNer JSON file (a number in a string is accepted; true/false are not)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{key} must hold numbers, got {str(value).lower()}")
+    return float(value)
 
 
 def _whole(value: Any) -> int:
