@@ -20,7 +20,7 @@ from tileplan.cli import (  # noqa: F401  (importing a command module registers 
     sweep_cmd,
 )
 from tileplan.cli.app import app, err, interrupt_reported, out
-from tileplan.errors import printable, stop_exit_code
+from tileplan.errors import Stopped, printable, stop_exit_code
 
 __all__ = ["app", "run"]
 
@@ -34,6 +34,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     """Run the command line (``argv`` without the program name; default ``sys.argv[1:]``) and return
     its exit code. Usage errors and unexpected failures are one line on stderr, never a traceback
     (set ``TILEPLAN_DEBUG=1`` to see the traceback of an unexpected failure)."""
+    Stopped.last_signum = 0  # a stop signal of an earlier run in this process says nothing about this one
     try:
         code = app(args=list(argv) if argv is not None else None, prog_name="tileplan", standalone_mode=False)
     except Exception as exc:
