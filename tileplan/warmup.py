@@ -60,6 +60,8 @@ def compile_in_background() -> bool:
     """When numba's cache lacks a compiled loop (a fresh install that skipped ``make venv``), compile
     them all in a low-priority background process while this one runs their numpy twins; True when
     such a compile is running. The command line calls it before a command that plans."""
+    if jit.mode() != "auto" or cached():
+        return False  # decided without importing numba (finding its cache folder would)
     return jit.compile_in_background(all_loops(), jit.cache_folder(kernel.model_loop))
 
 

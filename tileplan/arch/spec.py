@@ -67,6 +67,7 @@ Small = Annotated[int, BeforeValidator(_integral), _within(1, 1024, "1 and 1024"
 Precision = Annotated[int, BeforeValidator(_integral), _within(1, 8, "1 and 8 bytes per element")]
 #: A name or description read from a file: control characters escaped (see ``errors.printable``).
 Name = Annotated[str, AfterValidator(printable)]
+PsumBytes = Annotated[int, BeforeValidator(_integral), _within(0, 8, "0 (the data width) and 8 bytes per element")]
 MAX_CORES = 1024
 MAX_PES_PER_CORE = 1 << 20
 
@@ -227,6 +228,9 @@ class Arch(_Frozen):
     description: Name = ""
     clock_hz: Hz
     precision_bytes: Precision = 1
+    #: Bytes per partial sum (the accumulator width: what a spilled partial sum moves to and from
+    #: DRAM and holds on chip); 0: as wide as the data (``precision_bytes``).
+    psum_bytes: PsumBytes = 0
     overlap: bool = False
     double_buffering: bool = False
     dram: Dram

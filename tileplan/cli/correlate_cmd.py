@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 
-from tileplan import api
 from tileplan.cli.app import _guard, app, err, out
 
 
@@ -24,6 +23,7 @@ def correlate(
     from rich.table import Table
     from rich.text import Text
 
+    from tileplan import api
     from tileplan.cli.guards import check_outputs
     from tileplan.errors import printable
     from tileplan.experiments.common import table_csv

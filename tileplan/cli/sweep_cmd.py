@@ -7,7 +7,6 @@ from pathlib import Path
 
 import typer
 
-from tileplan import api
 from tileplan.cli.app import ARCH_HELP, _guard, _progress, app, err, out
 
 
@@ -32,6 +31,7 @@ def sweep(
 ) -> None:
     """Plan every point of the grid (machine overrides x models x strategies x objectives), one CSV row
     per point written as it finishes; run the same command again to resume an interrupted sweep."""
+    from tileplan import api
     from tileplan.cli.guards import check_outputs
     from tileplan.errors import TileplanError
     from tileplan.report import plots

@@ -35,6 +35,7 @@ LOCK_NAME = "tileplan-compile.lock"
 
 _held: dict[str, bool] = {}
 _read_at: dict[str, float] = {}
+_loaded: set[str] = set()  # loops loaded from numba's cache in this process
 
 
 def mode() -> str:
@@ -117,23 +118,48 @@ def heal(loops: list[Callable[..., Any]]) -> list[tuple[str, str]]:
 
 def load(dispatcher: Any, py_func: Callable[..., Any]) -> None:
     """Load into numba's ``dispatcher`` (of ``py_func``) every compiled version its on-disk cache holds,
-    without calling it (numba's ``compile`` reads its cache first; nothing is compiled when the cache
-    holds the version)."""
-    for sig in cached_signatures(py_func):
-        dispatcher.compile(sig)
+    without calling it and without compiling (once per process).
+
+    Machine code read from the cache needs none of numba's typing and lowering registries, which
+    numba nevertheless loads before its first cache read (``BaseContext.refresh``: importing some 40
+    of its modules and registering thousands of templates, ~90 % of a cached loop's load time). Here
+    the read skips that step: only numba's runtime (NRT) is initialised, and only for a loop compiled
+    with it (one that allocates). A later compile of a new signature refreshes the registries as
+    usual. docs/architecture-startup.md has the measurements."""
+    key = f"{py_func.__module__}.{py_func.__qualname__}"
+    signatures = [] if key in _loaded else cached_signatures(py_func)
+    if not signatures:
+        return
+    _loaded.add(key)
+    from numba.core.registry import cpu_target
+    from numba.core.runtime import nrt
+
+    context = cpu_target.target_context
+    uses_nrt = dispatcher.targetoptions.get("_nrt", True)
+    context.refresh = (lambda: nrt.rtsys.initialize(context)) if uses_nrt else (lambda: None)
+    try:
+        for sig in signatures:
+            dispatcher.compile(sig)
+    finally:
+        del context.refresh
 
 
 def ready(py_func: Callable[..., Any], loader: Any) -> bool:
     """Whether the compiled ``py_func`` should run now (see the module's docstring); ``loader`` is the
-    ``functools.cache``-wrapped function that returns it compiled (None when numba is missing)."""
+    ``functools.cache``-wrapped function that returns it compiled (None when numba is missing). A loop
+    numba's cache holds is loaded here, before its first call (:func:`load`)."""
     m = mode()
     if m == "numpy":
         return False
-    if m == "auto" and not (loader.cache_info().currsize or on_disk(py_func)):
+    cached = on_disk(py_func)
+    if m == "auto" and not (loader.cache_info().currsize or cached):
         return False
-    if m == "numba" and not loader.cache_info().currsize:
-        on_disk(py_func)  # removes a corrupt cache file, which numba would fail on, before loading
-    return loader() is not None
+    dispatcher = loader()
+    if dispatcher is None:
+        return False
+    if cached:
+        load(dispatcher, py_func)
+    return True
 
 
 def cache_folder(py_func: Callable[..., Any]) -> Path | None:
