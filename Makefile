@@ -9,7 +9,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
-	$(BIN)/python -m tileplan.cost.compiled  # compile the cost kernel once (numba caches it)
+	$(BIN)/python -m compileall -q tileplan  # bytecode now: a read-only install never recompiles it
+	$(BIN)/python -m tileplan.warmup  # compile every loop once (numba caches it)
 	touch $(STAMP)
 
 venv: $(STAMP)

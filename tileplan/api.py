@@ -31,7 +31,7 @@ from tileplan.fusion.search import GroupResult
 from tileplan.mapping import Mapping
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
-from tileplan.report.correlation import Correlation
+from tileplan.program.correlation import Correlation
 from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
 from tileplan.search import run as run_strategy
 from tileplan.search.exhaustive import SplitSearch, merge_split_searches, search_splits
@@ -479,9 +479,9 @@ def correlate(plan: NetworkPlan | str | Path, measured: dict[str, float] | str |
     """Pearson correlation of a plan's modelled per-layer times with measured ones (e-PlaNNer Fig.
     6.3): ``measured`` is ``{layer: seconds}`` or a ``layer,seconds`` CSV; with ``time_c`` the plan's
     generated C programs are compiled and timed on this CPU instead (zoo networks only)."""
+    from tileplan.program.correlation import correlate as pair
+    from tileplan.program.correlation import read_measured
     from tileplan.program.ctime import time_layers
-    from tileplan.report.correlation import correlate as pair
-    from tileplan.report.correlation import read_measured
 
     if not isinstance(plan, NetworkPlan):
         try:

@@ -186,13 +186,14 @@ def compile_loops(log: Callable[[str], None] = lambda msg: None) -> float | None
     """Compile the kernel's and the search's loops here when numba's cache lacks one (a fresh install),
     so that the timings measure the compiled path; the seconds it took, or None when nothing was
     compiled (already cached, or ``TILEPLAN_KERNEL=numpy``)."""
-    from tileplan.cost import compiled, jit
+    from tileplan import warmup
+    from tileplan.cost import jit
 
-    if jit.mode() == "numpy" or all(jit.on_disk(f) for f in compiled.all_loops()):
+    if jit.mode() == "numpy" or warmup.cached():
         return None
     log("compiling the cost kernel and the search's loops first (once per install, about 2 minutes)")
     t0 = time.perf_counter()
-    compiled.warm_up()
+    warmup.warm_up()
     seconds = time.perf_counter() - t0
     log(f"compiled in {seconds:.1f} s")
     return seconds

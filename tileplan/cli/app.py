@@ -79,11 +79,11 @@ def _guard(fn: Callable[[], Any]) -> Any:
 def _compile_note() -> None:
     """Before a command that plans (once per process): when the compiled loops are not built yet (a
     fresh install that skipped ``make venv``), start building them in the background and say so."""
-    from tileplan.cost import compiled
+    from tileplan.warmup import compile_in_background
 
-    if compiled.compile_in_background():
+    if compile_in_background():
         err.print("note: compiling tileplan's cost kernel in the background (once per install, about 2 minutes; "
-                  "`python -m tileplan.cost.compiled` does it in the foreground); until it is ready the same "
+                  "`python -m tileplan.warmup` does it in the foreground); until it is ready the same "
                   "numbers come from its slower numpy twin", highlight=False, markup=False)
 
 

@@ -63,6 +63,12 @@ def _cache_holds(py_func: Callable[..., Any]) -> bool:
     folder = source.parent / "__pycache__"
     if os.access(source.parent, os.W_OK) and not any(folder.glob(f"{source.stem}.{py_func.__name__}-*.nbi")):
         return False  # numba writes next to a writable source: nothing there, no need to import numba
+    return bool(cached_signatures(py_func))
+
+
+def cached_signatures(py_func: Callable[..., Any]) -> list[tuple[Any, ...]]:
+    """The argument types of every compiled ``py_func`` numba's on-disk cache holds for its current source
+    and bytecode on this CPU (empty when numba is missing or its cache unreadable)."""
     try:
         from numba.core.caching import FunctionCache
         from numba.core.registry import cpu_target
@@ -70,9 +76,17 @@ def _cache_holds(py_func: Callable[..., Any]) -> bool:
         index = FunctionCache(py_func)._cache_file._load_index()  # empty when stale or of another numba
         magic = cpu_target.target_context.codegen().magic_tuple()
     except Exception:  # noqa: BLE001 - numba missing or its cache unreadable: not cached
-        return False
+        return []
     code = hashlib.sha256(py_func.__code__.co_code).hexdigest()
-    return any(k[1] == magic and k[2][0] == code for k in index)
+    return [k[0] for k in index if k[1] == magic and k[2][0] == code]
+
+
+def load(dispatcher: Any, py_func: Callable[..., Any]) -> None:
+    """Load into numba's ``dispatcher`` (of ``py_func``) every compiled version its on-disk cache holds,
+    without calling it (numba's ``compile`` reads its cache first; nothing is compiled when the cache
+    holds the version)."""
+    for sig in cached_signatures(py_func):
+        dispatcher.compile(sig)
 
 
 def ready(py_func: Callable[..., Any], loader: Any) -> bool:
@@ -97,7 +111,7 @@ def cache_folder(py_func: Callable[..., Any]) -> Path | None:
 
 
 def compile_in_background(loops: list[Callable[..., Any]], lock_dir: Path | None) -> bool:
-    """Start ``python -m tileplan.cost.compiled --background LOCK`` (low priority, detached from the
+    """Start ``python -m tileplan.warmup --background LOCK`` (low priority, detached from the
     terminal, so Ctrl-C on this command does not stop it) when the mode is ``auto`` and numba's cache
     lacks one of ``loops``. A lock file in ``lock_dir`` keeps it to one such process at a time.
     True when a compile is running in the background (started now or earlier)."""
@@ -114,7 +128,7 @@ def compile_in_background(loops: list[Callable[..., Any]], lock_dir: Path | None
     except OSError:
         return False
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "tileplan.cost.compiled", "--background", str(lock)],
+        proc = subprocess.Popen([sys.executable, "-m", "tileplan.warmup", "--background", str(lock)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
     except OSError:
