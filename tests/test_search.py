@@ -23,8 +23,9 @@ from tileplan.workload.layer import Layer, Precision
 
 
 def brute_force(problem: Problem) -> dict[Objective, float]:
-    """Minimum of the model, for every objective, over every split, tile vector, loop order and
-    unrolling (plain loops)."""
+    """Minimum of the model, for every objective, over every split, tile vector, loop order,
+    unrolling and hoisting the exhaustive space covers (nothing, or weights spanning all their input
+    channels) (plain loops)."""
     return {obj: key[0] for obj, key in brute_force_keys(problem).items()}
 
 
@@ -61,10 +62,13 @@ def brute_force_keys(problem: Problem) -> dict[Objective, tuple[float, float]]:
             for tiles in product(*[range(1, n + 1) for n in grid.max_length]):
                 for order in orders:
                     for u in unrolls:
-                        rows.append((tiles, [int(d) for d in order], u))
+                        for weight_c in (False, True):
+                            rows.append((tiles, [int(d) for d in order], u, weight_c))
             n = len(rows)
+            hoist = np.zeros((n, 3, NDIMS), dtype=bool)
+            hoist[:, 1, Dim.C] = [r[3] for r in rows]
             batch = MappingBatch(np.array([r[0] for r in rows]), np.array([r[1] for r in rows]),
-                                 np.zeros((n, 3, NDIMS), dtype=bool), np.array([r[2] for r in rows]),
+                                 hoist, np.array([r[2] for r in rows]),
                                  np.tile(MappingBatch.default_layout_codes(), (n, 1)), cl, co)
             costs = evaluate(problem, batch)
             for obj in Objective:

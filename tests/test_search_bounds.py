@@ -16,8 +16,9 @@ from tileplan.arch import load
 from tileplan.cost.batch import MappingBatch
 from tileplan.cost.model import evaluate
 from tileplan.cost.problem import Problem, SplitTable
-from tileplan.dims import NDIMS, Operand
+from tileplan.dims import NDIMS, Dim, Operand
 from tileplan.search import exhaustive
+from tileplan.search.hoist import WEIGHT_C, reuse_orders
 from tileplan.search.objective import Objective
 from tileplan.search.space import class_orders, split_options
 from tileplan.search.split_bounds import (
@@ -52,13 +53,16 @@ def nmp_like(draw):
 
 
 def split_best(problem: Problem, cl: tuple[int, ...], co: tuple[int, ...],
-               orders: np.ndarray) -> dict[Objective, float]:
-    """Best value of every objective over every tile vector and reuse-class loop order of one split."""
+               orders: np.ndarray, *, weight_c: bool = False) -> dict[Objective, float]:
+    """Best value of every objective over every tile vector and reuse-class loop order of one split
+    (``weight_c``: with the weights' box spanning all input channels of the slice)."""
     grid = problem.core_grid(cl, co)
     tiles = np.array(list(product(*[range(1, n + 1) for n in grid.max_length])), dtype=np.int64)
     n = len(tiles) * len(orders)
+    hoist = np.zeros((n, 3, NDIMS), dtype=bool)
+    hoist[:, 1, Dim.C] = weight_c
     batch = MappingBatch(np.repeat(tiles, len(orders), axis=0), np.tile(orders, (len(tiles), 1)),
-                         np.zeros((n, 3, NDIMS), dtype=bool), np.ones((n, NDIMS), dtype=np.int64),
+                         hoist, np.ones((n, NDIMS), dtype=np.int64),
                          np.tile(MappingBatch.default_layout_codes(), (n, 1)), cl, co)
     costs = evaluate(problem, batch)
     return {obj: float(obj.key(costs).min()) for obj in Objective}
@@ -88,6 +92,15 @@ def test_split_bounds_below_the_split_optimum_on_nmp_like_machines(problem: Prob
             assert bounds.runs[i] <= bounds.tight_runs(i, orders) * (1 + 1e-12)
             assert tight <= bounds.tight_runs(i, orders) * (1 + 1e-12)
             assert bounds.tight_runs(i, orders) <= value * (1 + 1e-12)
+        # Mappings whose weights span all input channels are bounded by lower, run and runs only
+        # (tight assumes one tile vector for every operand; the search does not use it for them).
+        hoisted = split_best(problem, cl, co, reuse_orders(WEIGHT_C), weight_c=True)
+        for obj, value in hoisted.items():
+            if np.isfinite(value):
+                bounds = SplitBounds.of(problem, table, obj)
+                assert bounds.lower[i] <= value * (1 + 1e-12)
+                assert bounds.run[i] <= value * (1 + 1e-12)
+                assert bounds.runs[i] <= value * (1 + 1e-12)
 
 
 @st.composite
@@ -158,6 +171,8 @@ def test_exhaustive_equals_brute_force_on_nmp_like_machines(case: int) -> None:
     problem = Problem(layer, toy_arch(**cfg))
     orders = class_orders()
     best = [split_best(problem, cl, co, orders) for cl, co in split_options(problem)]
+    # and with weights spanning all input channels (the hoisted part of the exhaustive space)
+    best += [split_best(problem, cl, co, reuse_orders(WEIGHT_C), weight_c=True) for cl, co in split_options(problem)]
     for objective in (Objective.LATENCY, Objective.ENERGY, Objective.EDP):
         found = float(objective.key(exhaustive(problem, objective).cost)[0])
         assert found == pytest.approx(min(b[objective] for b in best), rel=1e-12)

@@ -22,6 +22,7 @@ from tileplan.cost.model import (
 from tileplan.cost.problem import CoreGrid, Problem, SplitTable
 from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim
 from tileplan.mapping import Mapping
+from tileplan.search.hoist import HOISTS, NONE, Hoist, reuse_orders
 from tileplan.search.memo import capacity_free_key, memo
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.result import SearchResult
@@ -115,8 +116,11 @@ class SplitSearch:
 
 
 def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
-               progress: Progress | None = None, orders: np.ndarray | None = None) -> SearchResult:
-    """Minimise ``objective`` over every core split, tile size, loop order and spatial unrolling.
+               progress: Progress | None = None, orders: np.ndarray | None = None,
+               hoists: tuple[Hoist, ...] | None = None) -> SearchResult:
+    """Minimise ``objective`` over every core split, tile size, loop order, spatial unrolling and
+    hoist configuration (``search.hoist.HOISTS``: the plain tile vector, and weights spanning all
+    input channels of their filters as TSO's weight stationary keeps them).
 
     Splits are visited in order of a lower bound and skipped once the bound cannot beat the best
     found (the bounds of every split at once: :class:`SplitBounds`); within a split, the reductions
@@ -124,10 +128,12 @@ def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
     exceeds a value found are not costed. Deterministic: a bound beyond the first three only skips
     what cannot even tie, so the choice is the one of costing everything. ``orders``
     ((m, 8) loop orders, outermost first) restricts the loop orders (a paper's fixed dataflows);
-    by default every reuse class (``space.class_orders``).
+    by default every reuse class (``space.class_orders``, ``hoist.reuse_orders`` when hoisted).
+    ``hoists``: the hoist configurations searched (default: all of ``HOISTS``, or none but the
+    plain one when ``orders`` fixes the dataflows).
     """
     return merge_split_searches(problem, [search_splits(problem, objective, chunk=chunk, progress=progress,
-                                                        orders=orders)])
+                                                        orders=orders, hoists=hoists)])
 
 
 #: The tile vectors of a chunk with the least bounds, evaluated first for a value to prune the rest
@@ -204,14 +210,23 @@ def merge_split_searches(problem: Problem, parts: list[SplitSearch]) -> SearchRe
 
 def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
                   progress: Progress | None = None, part: tuple[int, int] = (0, 1),
-                  shared: SharedBest | None = None, orders: np.ndarray | None = None) -> SplitSearch:
+                  shared: SharedBest | None = None, orders: np.ndarray | None = None,
+                  hoists: tuple[Hoist, ...] | None = None) -> SplitSearch:
     """Search the splits of visit rank ``r`` with ``r % part[1] == part[0]`` (all of them by
     default). ``shared``: the best value other parts found so far; a split or a chunk is skipped
     for it only when it cannot even tie (so the merged result does not depend on timing).
-    ``orders``: the loop orders searched (default: every reuse class)."""
+    ``orders``: the loop orders searched (default: every reuse class); ``hoists``: as :func:`exhaustive`.
+
+    Within a split the plain space comes first, then each hoist configuration; a hoisted mapping
+    replaces the best only when its key is strictly less. The split bounds that assume one tile
+    vector for every operand (``SplitBounds.tight``, ``tight_runs``: trip counts whose tiles fit)
+    do not hold for hoisted boxes, so a hoisted configuration is pruned by the others only."""
     t0 = time.perf_counter()
     splits = split_options(problem)
-    orders = class_orders() if orders is None else np.asarray(orders, dtype=np.int64)
+    if hoists is None:
+        hoists = HOISTS if orders is None else (NONE,)
+    configs = [(h, (class_orders() if orders is None else np.asarray(orders, dtype=np.int64)) if h == NONE
+                else (reuse_orders(h) if orders is None else np.asarray(orders, dtype=np.int64))) for h in hoists]
     table = SplitTable.of(problem, splits)
     split_bounds = SplitBounds.of(problem, table, objective)
     # Latency bounds too (built when first needed), so that a split whose objective bound ties the best
@@ -226,21 +241,20 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     bounds = split_bounds.lower
     visit = np.lexsort((np.arange(len(splits)), bounds))
     sizes: dict[tuple[int, ...], tuple[np.ndarray, float]] = {}  # per longest slices: unroll options, space
-    best_key: tuple[float, ...] | None = None
-    best: tuple[Mapping, CostBatch] | None = None
-    best_rank = -1
-    evaluated = 0
+    state = _Best()
     searched = 0
     space = 0.0
     n_orders = math.factorial(NDIMS)
     group_cache = layer_group_cache(problem)
 
-    def skip(bound: float, s: int, kind: str, *, may_tie: bool) -> bool:
+    def skip(bound: float, s: int, kind: str, *, may_tie: bool, orders: np.ndarray | None = None) -> bool:
         """Whether split ``s`` with objective bound ``bound`` (of ``kind``; its latency bound of the same
-        kind) is skipped: when its bound exceeds a value found, or equals the best's and its latency bound is
-        at least the best's latency (``may_tie``: exceeds it: the bounds added after the first three
-        prune only when no mapping can even tie, so exactly the same mapping is chosen). For the
-        latency objective both bounds are one: skipped when at least (``may_tie``: above) the best."""
+        kind, under ``orders`` for the tight kinds) is skipped: when its bound exceeds a value found, or
+        equals the best's and its latency bound is at least the best's latency (``may_tie``: exceeds it:
+        the bounds added after the first three prune only when no mapping can even tie, so exactly the
+        same mapping is chosen). For the latency objective both bounds are one: skipped when at least
+        (``may_tie``: above) the best."""
+        best_key = state.key
         if shared is not None and bound > shared.get():
             return True
         if best_key is None or bound < best_key[0]:
@@ -248,8 +262,11 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
         if bound > best_key[0]:
             return True
         b = latency_bounds()
-        lat = b.tight(s, orders) if kind == "tight" else b.tight_runs(s, orders) if kind == "tight_runs" else \
-            float(getattr(b, kind)[s])
+        if kind in ("tight", "tight_runs"):
+            assert orders is not None
+            lat = b.tight(s, orders) if kind == "tight" else b.tight_runs(s, orders)
+        else:
+            lat = float(getattr(b, kind)[s])
         return lat > best_key[1] or (not may_tie and lat >= best_key[1])
 
     for rank, s in enumerate(visit):
@@ -260,51 +277,79 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
             opts = spatial_options(problem, max_length)
             sizes[max_length] = (opts, float(np.prod([float(x) for x in max_length])) * n_orders * len(opts))
         uopts, size = sizes[max_length]
-        space += size
+        live = [(h, o) for h, o in configs if h == NONE or h.applies(problem, max_length)]
+        space += size * len(live)
         if progress:
             progress(rank, len(splits))
-        if skip(bounds[s], s, "lower", may_tie=False) or (best_key is not None or shared is not None) and (
-                skip(split_bounds.run[s], s, "run", may_tie=False)
-                or skip(split_bounds.runs[s], s, "runs", may_tie=True)
-                or skip(split_bounds.tight(s, orders), s, "tight", may_tie=False)
-                or skip(split_bounds.tight_runs(s, orders), s, "tight_runs", may_tie=True)):
+        if skip(bounds[s], s, "lower", may_tie=False):
+            continue
+        searching = state.key is not None or shared is not None
+        if searching and (skip(split_bounds.run[s], s, "run", may_tie=False)
+                          or skip(split_bounds.runs[s], s, "runs", may_tie=True)):
+            continue
+        live = [(h, o) for h, o in live if h != NONE or not searching or not (
+            skip(split_bounds.tight(s, o), s, "tight", may_tie=False, orders=o)
+            or skip(split_bounds.tight_runs(s, o), s, "tight_runs", may_tie=True, orders=o))]
+        if not live:
             continue
         searched += 1
         grid = problem.core_grid(*splits[s])
-        groups = tile_groups(problem, grid, uopts, group_cache)
-        tiles = memo(("feasible_product", problem.layer.signature(), capacity_free_key(problem.arch),
-                      tuple(int(c) for c in problem.capacity_bytes), splits[s]),
-                     partial(_feasible_tiles, problem, groups))
-        for start in range(0, len(tiles), chunk):
-            t = tiles[start:start + chunk]
-            n = len(t)
-            tables = split_tables(problem, *splits[s])
-            unroll = best_unroll(problem, grid, t, uopts, tables=tables)
-            batch = MappingBatch(t, np.broadcast_to(orders[0], (n, NDIMS)).copy(),
-                                 np.zeros((n, 3, NDIMS), dtype=bool), unroll,
-                                 np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy(),
-                                 splits[s][0], splits[s][1])
-            lows = split_bounds.row_bounds(s, row_compute_bound(problem, table.max_length[s], t, unroll))
-            limit = min(best_key[0] if best_key is not None else np.inf, shared.get() if shared is not None else np.inf)
-            keys, count = _order_keys(problem, objective, orders, batch, lows, limit)
-            evaluated += count
-            low = float(keys.min())
-            if not np.isfinite(low) or (best_key is not None and low > best_key[0]) or (
-                    shared is not None and low > shared.get()):
-                continue
-            rows, cols = _least(problem, objective, orders, batch, keys, low)
-            sub = batch.take(rows)
-            sub.order = orders[cols]
-            costs = evaluate(problem, sub)
-            i = best_index(objective, costs)
-            cand_key = tuple(float(k[i]) for k in [objective.key(costs), *objective.tie_keys(costs)])
-            if best_key is None or cand_key < best_key:
-                best_key = cand_key
-                best_rank = rank
-                best = (to_mapping(problem, sub.tiles[i], sub.order[i], sub.unroll[i], splits[s]), costs.take(i))
-                if shared is not None:
-                    shared.offer(cand_key[0])
+        tables = split_tables(problem, *splits[s])
+        for hoist, h_orders in live:
+            groups = tile_groups(problem, grid, uopts, group_cache, hoist.pairs)
+            tiles = memo(("feasible_product", problem.layer.signature(), capacity_free_key(problem.arch),
+                          tuple(int(c) for c in problem.capacity_bytes), splits[s], hoist.name),
+                         partial(_feasible_tiles, problem, groups))
+            for start in range(0, len(tiles), chunk):
+                _search_chunk(problem, objective, tiles[start:start + chunk], grid, tables, uopts, h_orders, hoist,
+                              splits[s], split_bounds, s, rank, state, shared)
     if progress:
         progress(len(splits), len(splits))
-    return SplitSearch(best, best_key or (), best_rank, evaluated, space, searched, len(splits),
+    return SplitSearch(state.best, state.key or (), state.rank, state.evaluated, space, searched, len(splits),
                        time.perf_counter() - t0)
+
+
+@dataclass
+class _Best:
+    """What a split search has found so far: the best mapping, its sort key and split visit rank,
+    and the values computed."""
+
+    best: tuple[Mapping, CostBatch] | None = None
+    key: tuple[float, ...] | None = None
+    rank: int = -1
+    evaluated: int = 0
+
+
+def _search_chunk(problem: Problem, objective: Objective, t: np.ndarray, grid: CoreGrid, tables: KernelTables,
+                  uopts: np.ndarray, orders: np.ndarray, hoist: Hoist,
+                  split: tuple[tuple[int, ...], tuple[int, ...]], split_bounds: SplitBounds, s: int, rank: int,
+                  state: _Best, shared: SharedBest | None) -> None:
+    """Cost one chunk of tile vectors ``t`` of split ``s`` under every loop order of ``orders`` with
+    ``hoist``; update ``state`` when a mapping beats the best found."""
+    n = len(t)
+    unroll = best_unroll(problem, grid, t, uopts, tables=tables)
+    batch = MappingBatch(t, np.broadcast_to(orders[0], (n, NDIMS)).copy(),
+                         np.broadcast_to(hoist.array(), (n, 3, NDIMS)).copy(), unroll,
+                         np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy(),
+                         split[0], split[1])
+    lows = split_bounds.row_bounds(s, row_compute_bound(problem, split_bounds.table.max_length[s], t, unroll))
+    limit = min(state.key[0] if state.key is not None else np.inf, shared.get() if shared is not None else np.inf)
+    keys, count = _order_keys(problem, objective, orders, batch, lows, limit)
+    state.evaluated += count
+    low = float(keys.min())
+    if not np.isfinite(low) or (state.key is not None and low > state.key[0]) or (
+            shared is not None and low > shared.get()):
+        return
+    rows, cols = _least(problem, objective, orders, batch, keys, low)
+    sub = batch.take(rows)
+    sub.order = orders[cols]
+    costs = evaluate(problem, sub)
+    i = best_index(objective, costs)
+    cand_key = tuple(float(k[i]) for k in [objective.key(costs), *objective.tie_keys(costs)])
+    if state.key is None or cand_key < state.key:
+        state.key = cand_key
+        state.rank = rank
+        state.best = (to_mapping(problem, sub.tiles[i], sub.order[i], sub.unroll[i], split, sub.hoist[i]),
+                      costs.take(i))
+        if shared is not None:
+            shared.offer(cand_key[0])

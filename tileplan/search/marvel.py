@@ -13,9 +13,12 @@ counterpart, and the fixed-dataflow baselines of its Fig. 8 — all over the one
   the tilings searched, on-chip candidates slower than the best latency are never built and the
   rest are pruned by their own bounds. ``bound=False`` searches every tiling with no bound (the
   reference the tests compare against).
-* ``rs``, ``nvdla``, ``shidiannao``: MARVEL's off-chip choice with the on-chip fan-out restricted to
-  P,R (row-stationary-like, MARVEL's QR), K,C (NVDLA-like) or P,Q (ShiDianNao-like); the rest of the
-  on-chip level searched, as the paper does for its baselines.
+* ``rs``, ``nvdla``, ``shidiannao``: the on-chip fan-out restricted to P,R (row-stationary-like,
+  MARVEL's QR), K,C (NVDLA-like) or P,Q (ShiDianNao-like); the rest of the on-chip level searched, as
+  the paper does for its baselines. Their level-3 tile is MARVEL's off-chip choice among the tiles
+  whose partitioned dimensions span the most PEs (``marvel_offchip.usable_pes``): under MARVEL's own
+  tile (4-8 output rows) a P,R fan-out reached at most 24 PEs, so the baselines took the same cycles
+  on 168 and 1,024 PEs (docs/containment.md).
 """
 
 from __future__ import annotations
@@ -113,7 +116,7 @@ def marvel_parts(problem: Problem, objective: Objective, *, divisors: bool = Tru
     the on-chip search (``OnChip.complete`` says whether it ran to the end)."""
     _single_core(problem, "marvel")
     opts = _options(divisors, unroll_rs, symmetry, max_parallel, min_utilization, parallel, bound)
-    off = offchip(problem, divisors=offchip_divisors, every_layout=every_layout)
+    off = offchip(problem, divisors=offchip_divisors, every_layout=every_layout, parallel=parallel)
     return off, _onchip_or_relaxed(problem, off.mapping, objective, opts, seconds)
 
 
@@ -121,7 +124,7 @@ def _decoupled(name: str, problem: Problem, objective: Objective, opts: OnChipOp
                divisors: bool) -> SearchResult:
     _single_core(problem, name)
     t0 = time.perf_counter()
-    off = offchip(problem, divisors=divisors, every_layout=every_layout)
+    off = offchip(problem, divisors=divisors, every_layout=every_layout, parallel=opts.parallel)
     on = _onchip_or_relaxed(problem, off.mapping, objective, opts)
     return SearchResult(name, on.mapping, on.cost, evaluated=off.candidates + on.evaluated,
                         space_size=off.space * on.space, seconds=time.perf_counter() - t0)

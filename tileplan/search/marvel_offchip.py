@@ -136,14 +136,23 @@ def candidate_tiles(problem: Problem, divisors: bool) -> np.ndarray:
     return np.stack([g.ravel() for g in grids], axis=1)
 
 
-def offchip(problem: Problem, *, divisors: bool = True, every_layout: bool = False) -> OffChip:
-    """Minimise DB blocks over level-3 tiles x layouts, then order the loops by slopes."""
+def offchip(problem: Problem, *, divisors: bool = True, every_layout: bool = False,
+            parallel: tuple[Dim, ...] | None = None) -> OffChip:
+    """Minimise DB blocks over level-3 tiles x layouts, then order the loops by slopes.
+
+    ``parallel`` (a fixed-dataflow baseline that fans out over these dimensions only): first the
+    tiles whose ``parallel`` dimensions span the most PEs (:func:`usable_pes`), then the fewest DB
+    blocks among them. With MARVEL's own tile (a few output rows) a P,R-partitioned array could
+    occupy some 20 PEs whatever its size; a dataflow's accelerator stages what its array consumes."""
     tiles = candidate_tiles(problem, divisors)
     space_tiles = len(tiles)
     tiles = tiles[fits(problem, tiles)]
     if len(tiles) == 0:
         raise_infeasible(problem)
         raise InfeasibleError(f"no level-3 tile of layer {problem.layer.name!r} fits {problem.arch.name}")
+    if parallel is not None:
+        usable = usable_pes(problem, tiles, parallel)
+        tiles = tiles[usable == usable.max()]
     layouts = all_layouts() if every_layout else innermost_layouts(problem)
     blocks, choice = best_layouts(problem, tiles, layouts)
     b = int(np.argmin(blocks))
@@ -162,6 +171,14 @@ def offchip(problem: Problem, *, divisors: bool = True, every_layout: bool = Fal
     n_orders = float(np.prod(np.arange(1, NDIMS + 1)))
     return OffChip(mapping, float(blocks[b]), slopes, tuple(Dim(int(d)) for d in orders[k]), float(slope_bursts),
                    float(bursts[k]), len(tiles) * n_layouts, space_tiles * n_layouts * n_orders)
+
+
+def usable_pes(problem: Problem, tiles: np.ndarray, parallel: tuple[Dim, ...]) -> np.ndarray:
+    """(n,) PEs a fan-out over the ``parallel`` dimensions alone can occupy under each level-3 tiling:
+    the product of their tiles, at most the PE array."""
+    pes = problem.arch.total_pes(problem.precision.input)
+    span = np.prod(np.minimum(tiles, problem.dims)[:, [int(d) for d in parallel]], axis=1)
+    return np.minimum(span, pes)
 
 
 def _slopes(problem: Problem, tile: np.ndarray, code: np.ndarray, divisors: bool) -> tuple[float, ...]:

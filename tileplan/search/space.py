@@ -228,8 +228,11 @@ def layer_group_cache(problem: Problem) -> dict[tuple[object, ...], TileGroup]:
 
 
 def tile_groups(problem: Problem, grid: CoreGrid, unroll_options: np.ndarray,
-                cache: dict[tuple[object, ...], TileGroup] | None = None) -> list[TileGroup]:
-    """Pareto-pruned tile candidates of every dimension group for this core split.
+                cache: dict[tuple[object, ...], TileGroup] | None = None,
+                hoisted: frozenset[tuple[Operand, Dim]] = frozenset()) -> list[TileGroup]:
+    """Pareto-pruned tile candidates of every dimension group for this core split; ``hoisted``:
+    (operand, dimension) pairs whose box spans the slice (``search.hoist``), so the tile changes
+    neither that operand's footprint nor its cost quantities along the dimension.
 
     ``cache`` (one per layer search) shares a group between splits whose cores agree on everything
     the group reads: its dims' longest lengths, every core shape's lengths along them (and, for the
@@ -245,7 +248,8 @@ def tile_groups(problem: Problem, grid: CoreGrid, unroll_options: np.ndarray,
         unrolls = tuple(tuple(unroll_values[d]) for d in dims)
         places = tuple((*(int(c.length[d]) for d in dims), int(c.offset[dims[0]]) if len(dims) > 1 else 0)
                        for c in grid.shapes)
-        key = (dims, lengths, places, unrolls)
+        mine = frozenset(x for x in hoisted if x[1] in dims)
+        key = (dims, lengths, places, unrolls, mine)
         if cache is not None and key in cache:
             groups.append(cache[key])
             continue
@@ -257,10 +261,10 @@ def tile_groups(problem: Problem, grid: CoreGrid, unroll_options: np.ndarray,
         m = len(tiles)
         parts = []
         for s, core in enumerate(grid.shapes):
-            block_key = (dims, lengths, places[s], unrolls)
+            block_key = (dims, lengths, places[s], unrolls, mine)
             block = blocks.get(block_key)
             if block is None:
-                block = _shape_block(problem, dims, tiles, core, unroll_values)
+                block = _shape_block(problem, dims, tiles, core, unroll_values, mine)
                 if cache is not None:
                     blocks[block_key] = block
             parts.append(block)
@@ -287,9 +291,10 @@ class _ShapeBlock:
 
 
 def _shape_block(problem: Problem, dims: tuple[Dim, ...], tiles: np.ndarray, core: CoreSlice,
-                 unroll_values: dict[Dim, list[int]]) -> _ShapeBlock:
+                 unroll_values: dict[Dim, list[int]],
+                 hoisted: frozenset[tuple[Operand, Dim]] = frozenset()) -> _ShapeBlock:
     """The cost quantities, trip counts and footprint factors of the candidates ``tiles`` ((m, len(dims)))
-    of a dimension group on the core shape ``core``."""
+    of a dimension group on the core shape ``core`` (``hoisted``: as :func:`tile_groups`)."""
     prec = problem.precision
     burst = problem.arch.dram.burst_bytes
     m = len(tiles)
@@ -306,6 +311,9 @@ def _shape_block(problem: Problem, dims: tuple[Dim, ...], tiles: np.ndarray, cor
         ext[d] = [(t, n - 1), (length - (n - 1) * t, np.ones_like(n))]
         for op in OPERANDS:
             if d in RELEVANT[op] and problem.has_operand[op] and not _is_halo(op, d):
+                if (op, d) in hoisted:  # the box spans the slice whatever the tile: nothing to compare
+                    foot[:, op] *= length
+                    continue
                 foot[:, op] *= t
                 e = _storage_index(op, d)
                 size = tensor_sizes(problem, op)[e]
