@@ -71,6 +71,12 @@ def test_table7_all_pairs_quick() -> None:
     for r in rows:  # every number of the pair is compared, each with its pattern in the explanation
         assert r["temporal"] > max(r["single_a"], r["single_b"]) and r["ours_fused_above_both"]
         assert r["paper_fused_above_both"]
+    # Table 6: the paper's sub-arrays for these layers, matched by name ([16, 16] for CONV1/POOL1)
+    assert rows[0]["table6_paper"] == "[16, 16] [16, 16]" and rows[1]["table6_paper"] == "[32, 8] [32, 8]"
+    import re
+    for r in rows:  # our two sub-arrays share hwff1's 32 x 16 array
+        sides = [(int(x), int(y)) for x, y in re.findall(r"\[(\d+), (\d+)\]", r["table6_ours"])]
+        assert len(sides) == 2 and sum(x * y for x, y in sides) <= 32 * 16
     keys = {c.key for c in res.comparisons}
     assert len(keys) == 8 and all("Pattern" in c.explanation for c in res.comparisons)
     # The single-layer CTC is 2 x MACs over burst bytes of the plan's own counts (closed form check).

@@ -17,7 +17,7 @@ from tileplan.dims import Operand
 from tileplan.experiments.common import ExperimentResult, Reference
 from tileplan.fusion.group import FusedGroup, chain_error
 from tileplan.fusion.hwff import search_partitioned
-from tileplan.fusion.partition import FusionKind
+from tileplan.fusion.partition import FusionKind, array_sides
 from tileplan.plan import LayerCost, NetworkPlan, ctc_ratio
 from tileplan.report import plots
 from tileplan.search.objective import Objective
@@ -36,6 +36,13 @@ TABLE7_PAIRS: dict[str, list[tuple[str, str, str]]] = {
               ("POOL3_CONV9", "pool3", "conv4_1"), ("POOL4_CONV13", "pool4", "conv5_1")],
 }
 _COLS = ("single_a", "single_b", "temporal", "spatial")
+#: Table 6: the spatial PE sub-array [PEx, PEy] the paper's scheduler found per layer (zoo names).
+TABLE6: dict[str, tuple[int, int]] = {
+    "conv1": (16, 16), "pool1": (16, 16), **{f"res{b}_conv{i}": (32, 8) for b in ("2a", "2b", "3a", "3b", "4a")
+                                             for i in (1, 2)},
+    "conv1_1": (8, 8), "conv1_2": (8, 8), "vgg.pool1": (32, 8), "conv2_1": (32, 8), "conv2_2": (32, 8),
+    "pool2": (32, 8), "conv3_1": (32, 8), "conv3_2": (32, 8), "pool3": (16, 8), "conv4_1": (32, 8),
+    "pool4": (16, 16), "conv5_1": (16, 16)}
 
 
 def volumes(net: Network) -> list[dict[str, Any]]:
@@ -93,6 +100,12 @@ def table7(res: ExperimentResult, ref: Reference, name: str, net: Network, arch:
             if r is None:
                 row[col] = float("nan")
                 continue
+            if kind is FusionKind.SPATIAL and r.partition:
+                ours6 = [tuple(sh["sides"]) for sh in r.partition["shares"]]
+                paper6 = [TABLE6["vgg.pool1" if (name, x) == ("vgg16", "pool1") else x] for x in (a, b)]
+                row["table6_ours"] = " ".join(f"[{x}, {y}]" for x, y in ours6)
+                row["table6_paper"] = " ".join(f"[{x}, {y}]" for x, y in paper6)
+                row["table6_same_pe_counts"] = [x * y for x, y in ours6] == [x * y for x, y in paper6]
             fc = LayerCost.from_batch(r.cost, 0, arch.dram_bytes_per_cycle)
             row[col] = ctc_ratio(fc.macs, fc.bursts, burst)
         paper = {c: ref.value(f"table7.{name}.{label}.{c}") for c in _COLS}
@@ -101,13 +114,19 @@ def table7(res: ExperimentResult, ref: Reference, name: str, net: Network, arch:
         for c in _COLS:
             row[f"paper_{c}"] = paper[c]
         rows.append(row)
+    scale = sorted(r[c] / r[f"paper_{c}"] for r in rows for c in ("temporal", "spatial"))
+    mid = scale[len(scale) // 2] if scale else float("nan")
+    for row in rows:
         for c in _COLS:
             why = (f"CTC units differ: ours is 2 x MACs per burst-byte ({burst} B bursts, 8-bit data); the paper's "
-                   f"unit is not stated. Pattern (temporal above both single layers): paper "
+                   f"unit is not stated; ours/paper over this table's fused pairs spans "
+                   f"{scale[0]:.0f}x-{scale[-1]:.0f}x (median {mid:.0f}x; this number "
+                   f"{row[c] / row[f'paper_{c}']:.0f}x). "
+                   f"Pattern (temporal above both single layers): paper "
                    f"{'yes' if row['paper_fused_above_both'] else 'no'}, ours "
                    f"{'yes' if row['ours_fused_above_both'] else 'no'} (ours {row['temporal']:.2f} vs singles "
                    f"{row['single_a']:.2f}/{row['single_b']:.2f})")
-            res.compare(ref, f"table7.{name}.{label}.{c}", row[c], explanation=why, quick_same=True)
+            res.compare(ref, f"table7.{name}.{row['pair']}.{c}", row[c], explanation=why, quick_same=True)
     if not rows:
         return
     res.table(f"table7_{name}_ctc", rows)
@@ -116,6 +135,12 @@ def table7(res: ExperimentResult, ref: Reference, name: str, net: Network, arch:
              f"paper on {agree} of {len(rows)} pairs: "
              + "; ".join(f"{r['pair']} paper {'yes' if r['paper_fused_above_both'] else 'no'} / ours "
                          f"{'yes' if r['ours_fused_above_both'] else 'no'}" for r in rows) + ".")
+    sx, sy = array_sides(arch)
+    same6 = [r for r in rows if r.get("table6_same_pe_counts")]
+    res.note(f"Table 6 {name} (spatial sub-arrays per layer, ours vs the paper): "
+             + "; ".join(f"{r['layers']}: {r.get('table6_ours', '-')} vs {r.get('table6_paper', '-')}" for r in rows)
+             + f". Same PE count per layer on {len(same6)} of {len(rows)} pairs ({arch.name}'s array is "
+             f"{sx}x{sy} = {sx * sy} PEs).")
     res.figure(f"table7_{name}_ctc", lambda: plots.grouped_bars(
         [r["layers"] for r in rows], {c: [r[c] for r in rows] for c in _COLS},
         title=f"Table 7: {name} CTC per pair (single layers, temporal, spatial; hwff1)",
