@@ -93,8 +93,8 @@ def table7(res: ExperimentResult, ref: Reference, name: str, net: Network, arch:
         group = FusedGroup(tuple(chain))
         row: dict[str, Any] = {"network": name, "pair": label, "layers": f"{a}+{b}"}
         for col, layer in (("single_a", a), ("single_b", b)):
-            c = singles[layer]
-            row[col] = ctc_ratio(c.macs, c.bursts, burst)
+            one = singles[layer]
+            row[col] = ctc_ratio(one.macs, one.bursts, burst)
         for col, kind in (("temporal", FusionKind.TEMPORAL), ("spatial", FusionKind.SPATIAL)):
             r = search_partitioned(group, arch, Objective.ENERGY, kind)
             if r is None:

@@ -75,15 +75,16 @@ def conv_pool_conv(res: ExperimentResult, kb: int) -> None:
     plan = plan_fusion_sizes(net, [arch], [base], DRAM, max_group=4)[0]
     ops = {x.name: x.op.value for x in net.layers}
     conv = ("conv", "grouped_conv")
-    rows = [{"group": g.name, "layers": " ".join(g.layers), "ops": " ".join(ops[n] for n in g.layers),
+    rows: list[dict[str, Any]] = [
+        {"group": g.name, "layers": " ".join(g.layers), "ops": " ".join(ops[n] for n in g.layers),
              "conv_pool_conv": any(ops[g.layers[i]] in conv and "pool" in ops[g.layers[i + 1]]
                                    and ops[g.layers[i + 2]] in conv for i in range(len(g.layers) - 2))}
             for g in plan.groups]
     res.table(f"alexnet_b1_general_groups_{kb}kb", rows)
-    cpc = [r["layers"] for r in rows if r["conv_pool_conv"]]
-    pools = [r["layers"] for r in rows if "pool" in r["ops"]]
+    cpc = [str(r["layers"]) for r in rows if r["conv_pool_conv"]]
+    pools = [str(r["layers"]) for r in rows if "pool" in str(r["ops"])]
     res.note(f"AlexNet (two towers, batch 1, {kb} K words), the general --fuse planner's groups: "
-             + ("; ".join(r["layers"] for r in rows) or "none")
+             + ("; ".join(str(r["layers"]) for r in rows) or "none")
              + f". {len(pools)} of {len(rows)} fuse a pool; conv-pool-conv groups: {', '.join(cpc) or 'none'} "
              "(Ye et al.'s pairs are two adjacent convolutions, the first ungrouped -- ``fusion.ye`` refuses any "
              "other pair -- so AlexNet's pools after conv1, conv2 and conv5 end every pair; the general planner "
