@@ -87,3 +87,6 @@ def test_table8_1_networks_against_the_thesis() -> None:
     assert abs((rows["resnet50"]["weights"] - down) * 4 / 2**20 / 86.723 - 1) < 1e-3
     assert [rows[n]["layers"] for n in ("alexnet", "squeezenet", "yolov2")] == [8, 26, 23]
     assert not res.unexplained()
+
+    from tileplan.report import plots
+    assert all(plots.figure_problems(draw()) == [] for draw in res.figures.values()) and res.figures

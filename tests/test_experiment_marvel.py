@@ -100,6 +100,9 @@ def test_table2_intensities_from_a_plain_formula() -> None:
     sconv = next(c for c in res.comparisons if c.key == "table2.resnet50.SCONV.egress_max")
     assert sconv.ours == 512 * 9 and "v1.5" in sconv.explanation
 
+    from tileplan.report import plots
+    assert all(plots.figure_problems(draw()) == [] for draw in res.figures.values()) and res.figures
+
 
 def test_uniform_dataflow_quick() -> None:
     from tileplan.experiments import marvel_extra
@@ -114,3 +117,6 @@ def test_uniform_dataflow_quick() -> None:
     # L10 (a residual add, 2048 x 7 x 7): 100,352 additions on 168 PEs take at least 100352 / 168 cycles
     assert rows["L10"]["CP_cycles"] >= 100352 / 168
     assert "CP-partitioned" in res.notes[-1]
+
+    from tileplan.report import plots
+    assert all(plots.figure_problems(draw()) == [] for draw in res.figures.values()) and res.figures

@@ -56,6 +56,11 @@ def test_fig4_resnet18_pixels_then_weights() -> None:
     assert i == 10 and len(rows) == 21  # the first half of 21 weighted layers (incl. 3 downsample convs, FC)
     # Normalised to the largest volume of either kind: res5's 512 x 3 x 3 x 512 weights.
     assert rows[0]["pixel_norm"] == (3 * 224 * 224 + 64 * 112 * 112) / (512 * 3 * 3 * 512)
+    res = ExperimentResult(hwff.NAME, hwff.TITLE, hwff.PAPER, quick=True)
+    hwff_extra.fig4(res, api.load_network("resnet18"))
+    from tileplan.report import plots
+    assert plots.figure_problems(res.figures["fig4_resnet18_volumes"]()) == []
+    assert "res4a_conv1" in res.notes[0]
 
 
 def test_table7_all_pairs_quick() -> None:
@@ -82,3 +87,6 @@ def test_table7_all_pairs_quick() -> None:
     # The single-layer CTC is 2 x MACs over burst bytes of the plan's own counts (closed form check).
     lp = next(x for x in base.layers if x.name == "conv1")
     assert rows[0]["single_a"] == 2 * lp.cost.macs / (lp.cost.bursts * arch.dram.burst_bytes)
+
+    from tileplan.report import plots
+    assert all(plots.figure_problems(draw()) == [] for draw in res.figures.values()) and res.figures
