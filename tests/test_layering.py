@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("search", "parallel"),
     ("fusion", "program", "plan"),
     ("api", "compare"),
-    ("report", "experiments", "sweep", "bench", "warmup"),
+    ("report", "experiments", "sweep", "bench", "bench_memory", "warmup"),
     ("cli",),
     ("entry",),
 )

@@ -55,7 +55,7 @@ def _arch(name: str) -> Arch:
 
 def _problem(layer: Layer, arch_name: str) -> Problem:
     arch = _arch(arch_name)
-    return Problem(layer.with_precision(Precision.uniform(arch.precision_bytes)), arch)
+    return Problem(layer.with_precision(Precision.uniform(arch.precision_bytes, arch.psum_bytes)), arch)
 
 
 def _task(task: Task) -> tuple[float, ...]:

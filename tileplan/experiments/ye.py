@@ -105,7 +105,7 @@ def _cut_dram(base: NetworkPlan, found: dict[tuple[int, int], tuple[GroupResult,
 def fused_only_dram(network: Network, arch: Arch, plan: FusionPlan) -> float:
     """Fused-two-layer-only DRAM bytes of ``network`` (Ye et al.'s pairs wherever one fits, single
     layers elsewhere) on the single-layer plans of ``plan.base``."""
-    net = network.with_precision(Precision.uniform(arch.precision_bytes))
+    net = network.with_precision(Precision.uniform(arch.precision_bytes, arch.psum_bytes))
     found = candidate_groups(net, arch, DRAM, max_group=2, searcher=group_searcher(FUSED))
     return _cut_dram(plan.base, found, arch, fused_only=True)[0]
 
