@@ -110,14 +110,23 @@ def table7(res: ExperimentResult, ref: Reference, name: str, net: Network, arch:
             row[col] = ctc_ratio(fc.macs, fc.bursts, burst)
         paper = {c: ref.value(f"table7.{name}.{label}.{c}") for c in _COLS}
         row["paper_fused_above_both"] = paper["temporal"] > max(paper["single_a"], paper["single_b"])
-        row["ours_fused_above_both"] = row["temporal"] > max(row["single_a"], row["single_b"])
+        row["fits"] = row["temporal"] == row["temporal"]  # NaN: no fusion of the pair fits on chip
+        row["ours_fused_above_both"] = row["fits"] and row["temporal"] > max(row["single_a"], row["single_b"])
+        row["pair_weights_B"] = sum(x.tensor_bytes(Operand.WEIGHT) for x in chain)
         for c in _COLS:
             row[f"paper_{c}"] = paper[c]
         rows.append(row)
-    scale = sorted(r[c] / r[f"paper_{c}"] for r in rows for c in ("temporal", "spatial"))
+    scale = sorted(r[c] / r[f"paper_{c}"] for r in rows for c in ("temporal", "spatial") if r["fits"])
     mid = scale[len(scale) // 2] if scale else float("nan")
+    buffer = arch.memory_of(Operand.WEIGHT).size_bytes
     for row in rows:
         for c in _COLS:
+            if not row["fits"] and c in ("temporal", "spatial"):
+                res.compare(ref, f"table7.{name}.{row['pair']}.{c}", row[c], quick_same=True, explanation=(
+                    f"no {c} fusion of {row['layers']} fits {arch.name}: HW-Flow-Fusion keeps both layers' whole "
+                    f"weights on chip (T_if = N_if, T_of = N_of), {row['pair_weights_B']:,} B here, and the buffer "
+                    f"holding weights is {buffer:,} B"))
+                continue
             why = (f"CTC units differ: ours is 2 x MACs per burst-byte ({burst} B bursts, 8-bit data); the paper's "
                    f"unit is not stated; ours/paper over this table's fused pairs spans "
                    f"{scale[0]:.0f}x-{scale[-1]:.0f}x (median {mid:.0f}x; this number "
@@ -125,21 +134,25 @@ def table7(res: ExperimentResult, ref: Reference, name: str, net: Network, arch:
                    f"Pattern (temporal above both single layers): paper "
                    f"{'yes' if row['paper_fused_above_both'] else 'no'}, ours "
                    f"{'yes' if row['ours_fused_above_both'] else 'no'} (ours {row['temporal']:.2f} vs singles "
-                   f"{row['single_a']:.2f}/{row['single_b']:.2f})")
+                   f"{row['single_a']:.2f}/{row['single_b']:.2f})" if row["fits"] else
+                   f"CTC units differ: ours is 2 x MACs per burst-byte ({burst} B bursts, 8-bit data); the paper's "
+                   f"unit is not stated (no fusion of this pair fits {arch.name}; see its temporal row)")
             res.compare(ref, f"table7.{name}.{row['pair']}.{c}", row[c], explanation=why, quick_same=True)
     if not rows:
         return
     res.table(f"table7_{name}_ctc", rows)
-    agree = sum(r["paper_fused_above_both"] == r["ours_fused_above_both"] for r in rows)
+    fit = [r for r in rows if r["fits"]]
+    agree = sum(r["paper_fused_above_both"] == r["ours_fused_above_both"] for r in fit)
     res.note(f"Table 7 {name}: the per-pair pattern (fused CTC above both single layers') agrees with the "
-             f"paper on {agree} of {len(rows)} pairs: "
+             f"paper on {agree} of the {len(fit)} pairs that fuse on {arch.name}: "
              + "; ".join(f"{r['pair']} paper {'yes' if r['paper_fused_above_both'] else 'no'} / ours "
-                         f"{'yes' if r['ours_fused_above_both'] else 'no'}" for r in rows) + ".")
+                         + (("yes" if r["ours_fused_above_both"] else "no") if r["fits"] else
+                            f"no fusion fits ({r['pair_weights_B']:,} B of weights)") for r in rows) + ".")
     sx, sy = array_sides(arch)
     same6 = [r for r in rows if r.get("table6_same_pe_counts")]
     res.note(f"Table 6 {name} (spatial sub-arrays per layer, ours vs the paper): "
              + "; ".join(f"{r['layers']}: {r.get('table6_ours', '-')} vs {r.get('table6_paper', '-')}" for r in rows)
-             + f". Same PE count per layer on {len(same6)} of {len(rows)} pairs ({arch.name}'s array is "
+             + f". Same PE count per layer on {len(same6)} of the {len(fit)} pairs that fuse ({arch.name}'s array is "
              f"{sx}x{sy} = {sx * sy} PEs).")
     res.figure(f"table7_{name}_ctc", lambda: plots.grouped_bars(
         [r["layers"] for r in rows], {c: [r[c] for r in rows] for c in _COLS},
