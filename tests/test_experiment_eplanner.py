@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
 from typer.testing import CliRunner
 
 from tileplan.experiments.common import Reference
@@ -43,3 +44,49 @@ def test_reference_cites_every_thesis_number() -> None:
     assert ref.value("table8_4.avg.avg") == 6.12 and ref.value("fig8_2.reduction.avg") == 21.14
     assert all(v.source and v.note for v in ref.values.values())
     assert len([k for k in ref.values if k.startswith("table8_4.")]) == 30
+
+
+def test_fig5_2_and_6_5_conv4_2_tilings() -> None:
+    from tileplan.experiments import eplanner_extra
+
+    steps, points, problem = eplanner_extra.conv4_2_steps(quick=True)
+    counts = [s["tilings"] for s in steps]
+    # the thesis's un-pruned count ("about 2 x 10^9"): every tile size of KW, KH, OW, OH, IC, OC
+    assert counts[0] == 3 * 3 * 28 * 28 * 512 * 512
+    # the planner's candidates: every size of the 3 x 3 x 28 x 28 loops; IC and OC at multiples of the
+    # 16-lane PE mapping (16, 32, ..., 512) plus 1 -> 33 sizes each
+    assert counts[1] == 3 * 3 * 28 * 28 * 33 * 33
+    assert counts[1] > counts[2] > counts[3] > counts[4] == 1  # every pruning step shrinks the space
+    assert steps[3]["fitting"] <= steps[2]["fitting"] <= counts[2]
+    # every point lies under the roofline: performance <= min(peak, bandwidth x intensity)
+    arch = problem.arch
+    peak = arch.peak_macs_per_cycle(arch.precision_bytes) * arch.clock_hz / 1e9
+    bw = arch.dram.bandwidth_bytes_per_s / 1e9
+    for arr in points.values():
+        assert len(arr) and (arr[:, 1] <= np.minimum(peak, bw * arr[:, 0]) * (1 + 1e-9)).all()
+    # intensity is MACs over DRAM bytes: conv4_2 has 512 x 28 x 28 x 512 x 9 MACs and moves at least its
+    # compulsory fp32 traffic (input + weights + output)
+    compulsory = 4 * (512 * 28 * 28 * 2 + 512 * 512 * 9)
+    assert points["all tilings (sample)"][:, 0].max() <= 512 * 28 * 28 * 512 * 9 / compulsory * (1 + 1e-9)
+
+
+def test_table8_1_networks_against_the_thesis() -> None:
+    from tileplan.experiments import eplanner, eplanner_extra
+    from tileplan.experiments.common import ExperimentResult
+
+    res = ExperimentResult("eplanner", "t", "p", quick=True)
+    eplanner_extra.table8_1(res, Reference.load("eplanner"), eplanner.NETWORKS)
+    rows = {r["network"]: r for r in res.tables["table8_1_networks"]}
+    # VGG16 by hand: 13 convs + 3 FCs; 138,344,128 weights (no biases) -> 527.741 MiB at fp32, the thesis's
+    # 527.741 "MB"; 15,470,264,320 MACs / 2^30 = 14.408, the thesis's "Gflops"
+    assert (rows["vgg16"]["conv"], rows["vgg16"]["fc"], rows["vgg16"]["weights"]) == (13, 3, 138_344_128)
+    assert round(rows["vgg16"]["size_mb"], 3) == 527.741 and round(rows["vgg16"]["gops"], 3) == 14.408
+    # ResNet-50 without its 4 downsample convs (256x64 + 512x256 + 1024x512 + 2048x1024 weights) is the
+    # thesis's 86.72 MB to 0.01 %
+    down = 256 * 64 + 512 * 256 + 1024 * 512 + 2048 * 1024
+    assert abs((rows["resnet50"]["weights"] - down) * 4 / 2**20 / 86.723 - 1) < 1e-3
+    assert [rows[n]["layers"] for n in ("alexnet", "squeezenet", "yolov2")] == [8, 26, 23]
+    assert not res.unexplained()
+
+    from tileplan.report import plots
+    assert all(plots.figure_problems(draw()) == [] for draw in res.figures.values()) and res.figures

@@ -72,3 +72,51 @@ def test_reference_cites_every_paper_number() -> None:
     assert ref.value("fig8.throughput_geomean") == 5.23 and ref.value("fig8.energy_geomean") == 1.12
     assert ref.value("table4.original.avg") == 9.4e18 and ref.value("table4.total_pruned.avg") == 2.1e8
     assert all(v.source for v in ref.values.values())
+
+
+def test_table2_intensities_from_a_plain_formula() -> None:
+    from tileplan.experiments import marvel_extra
+    from tileplan.experiments.common import ExperimentResult
+
+    res = ExperimentResult("marvel", "t", "p", quick=True)
+    marvel_extra.table2(res, Reference.load("marvel"))
+    rows = {(r["network"], r["type"]): r for r in res.tables["table2_intensity"]}
+    # MobileNetV2's depthwise layers, by hand: 3x3 window, one filter per channel, 1 byte per value.
+    # Stride 1, c x h x h: MACs 9 c h^2 over c h^2 + 9 c inputs + weights; egress always 9.
+    # Widest: 960 x 7 x 7 (last block); narrowest: stride 2, 576 x 14 x 14 -> 576 x 7 x 7.
+    dw = rows["mobilenetv2", "DSCONV"]
+    assert dw["layers"] == 17 and dw["egress_min"] == dw["egress_max"] == 9.0
+    assert dw["ingress_min"] == pytest.approx(9 * 576 * 49 / (576 * 14 * 14 + 9 * 576))
+    assert dw["ingress_max"] == pytest.approx(9 * 32 * 112 * 112 / (32 * 112 * 112 + 9 * 32))  # first block
+    assert dw["paper_ingress_max"] == 8.8
+    # pointwise egress is C_in: 16 (the first project) .. 960 (the last); the paper's range exactly
+    pw = rows["mobilenetv2", "PWCONV"]
+    assert (pw["egress_min"], pw["egress_max"]) == (16.0, 960.0) == (pw["paper_egress_min"], pw["paper_egress_max"])
+    # ResNet-50's residual adds read both summands: MACs = outputs, ingress = 2 outputs -> 0.5, total 1/4
+    add = rows["resnet50", "RAdd"]
+    assert (add["ingress_max"], add["total_max"]) == (0.5, 0.25)
+    assert rows["mobilenetv2", "SPWCONV"]["layers"] == 0  # the zoo's MobileNetV2 strides in depthwise layers
+    assert not res.unexplained()
+    sconv = next(c for c in res.comparisons if c.key == "table2.resnet50.SCONV.egress_max")
+    assert sconv.ours == 512 * 9 and "v1.5" in sconv.explanation
+
+    from tileplan.report import plots
+    assert all(plots.figure_problems(draw()) == [] for draw in res.figures.values()) and res.figures
+
+
+def test_uniform_dataflow_quick() -> None:
+    from tileplan.experiments import marvel_extra
+    from tileplan.experiments.common import ExperimentResult
+
+    res = ExperimentResult("marvel", "t", "p", quick=True)
+    marvel_extra.uniform_dataflow(res, ["L4", "L10"], 1)
+    rows = {r["layer"]: r for r in res.tables["uniform_dataflow_eyeriss"]}
+    for r in rows.values():  # the free MARVEL search contains every restricted one
+        best = min(r[f"{f}_cycles"] for f in marvel_extra.QUICK_DATAFLOWS)
+        assert r["CP_cycles"] == best
+    # L10 (a residual add, 2048 x 7 x 7): 100,352 additions on 168 PEs take at least 100352 / 168 cycles
+    assert rows["L10"]["CP_cycles"] >= 100352 / 168
+    assert "CP-partitioned" in res.notes[-1]
+
+    from tileplan.report import plots
+    assert all(plots.figure_problems(draw()) == [] for draw in res.figures.values()) and res.figures

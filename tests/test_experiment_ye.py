@@ -50,3 +50,36 @@ def test_reference_cites_every_paper_number() -> None:
     assert ref.value("resnext50.hybrid_vs_smartshuttle_max") == 20.5
     assert ref.value("alexnet.hybrid_vs_superslash_max_above_480") == 17.6
     assert all(v.source and v.note for v in ref.values.values())
+
+
+def test_crossovers_read_from_the_curves() -> None:
+    from types import SimpleNamespace
+
+    from tileplan.experiments import ye_extra
+
+    def pt(kb: int, single: float, fused: float, hybrid: float) -> SimpleNamespace:
+        return SimpleNamespace(network="resnext50", kb=kb,
+                               dram={"smartshuttle": single, "fused_only": fused, "hybrid": hybrid})
+
+    # fused-only loses at 128 and 256 K words (ties count as losing), wins above: the crossover is 256
+    points = [pt(128, 10.0, 12.0, 9.0), pt(256, 10.0, 10.0, 9.5), pt(384, 10.0, 8.0, 7.9), pt(512, 10.0, 7.0, 7.0)]
+    assert ye_extra.fused_loses_up_to(points, "resnext50") == 256.0
+    assert ye_extra.hybrid_equals_fused_above(points, "resnext50") == 384.0
+    ref = Reference.load("ye")
+    assert ref.value("resnext50.fused_beats_smartshuttle_above_kb") == 256
+    assert ref.value("resnext50.hybrid_equals_fused_above_kb") == 480
+
+
+def test_general_planner_fuses_alexnet_pools() -> None:
+    from tileplan.experiments import ye_extra
+    from tileplan.experiments.common import ExperimentResult
+
+    res = ExperimentResult("ye", "t", "p", quick=True)
+    ye_extra.conv_pool_conv(res, 256)
+    rows = res.tables["alexnet_b1_general_groups_256kb"]
+    # the general planner fuses pools (Ye et al.'s pairs cannot): at 256 K words conv1+pool1 and pool2+conv3
+    assert [r["layers"] for r in rows] == ["conv1 pool1", "pool2 conv3"]
+    assert not any(r["conv_pool_conv"] for r in rows)
+    ye_extra.not_reproduced(res)
+    assert [w for w, _ in res.not_reproduced] == ["Fig. 8, [24] and [25]'s bars (DenseNet-121)",
+                                                  "Fig. 11, [22] and [23]'s bars (AlexNet, batch 1, 288 KB)"]

@@ -4,7 +4,7 @@ buffer against Alwani et al.'s), the reference data, and registration (the whole
 from __future__ import annotations
 
 from tileplan import experiments
-from tileplan.experiments import hwff
+from tileplan.experiments import hwff, hwff_extra
 from tileplan.experiments.common import ExperimentResult, Reference
 
 
@@ -39,6 +39,54 @@ def test_reference_has_every_number_the_experiment_compares() -> None:
         for key in ("energy_hw6_over_hw5", "latency_hw6_over_hw5"):
             assert f"fig16_17.{net}.{key}" in ref.values
         assert f"fig18_19.{net}.latency_reduction_hw4_pct" in ref.values
-        assert f"table7.{net}.first.temporal" in ref.values
+        assert f"table7.{net}.{hwff_extra.TABLE7_PAIRS[net][0][0]}.temporal" in ref.values
     assert ref.value("table5.vgg16.latency.spatial_over_temporal") == 188
     assert "hwff" in experiments.names()
+
+
+def test_fig4_resnet18_pixels_then_weights() -> None:
+    from tileplan import api
+    rows = hwff_extra.volumes(api.load_network("resnet18"))
+    # Plain shape arithmetic: res4a_conv1 (256 x 3 x 3 x 128 = 294,912 weights) is the first layer whose
+    # weights exceed its input + output pixels (128 x 28 x 28 + 256 x 14 x 14 = 150,528).
+    i = hwff_extra.crossover(rows)
+    assert rows[i]["layer"] == "res4a_conv1"
+    assert (rows[i]["weight_elems"], rows[i]["pixel_elems"]) == (256 * 3 * 3 * 128, 128 * 28 * 28 + 256 * 14 * 14)
+    assert all(r["dominant"] == "pixels" for r in rows[:i])
+    assert i == 10 and len(rows) == 21  # the first half of 21 weighted layers (incl. 3 downsample convs, FC)
+    # Normalised to the largest volume of either kind: res5's 512 x 3 x 3 x 512 weights.
+    assert rows[0]["pixel_norm"] == (3 * 224 * 224 + 64 * 112 * 112) / (512 * 3 * 3 * 512)
+    res = ExperimentResult(hwff.NAME, hwff.TITLE, hwff.PAPER, quick=True)
+    hwff_extra.fig4(res, api.load_network("resnet18"))
+    from tileplan.report import plots
+    assert plots.figure_problems(res.figures["fig4_resnet18_volumes"]()) == []
+    assert "res4a_conv1" in res.notes[0]
+
+
+def test_table7_all_pairs_quick() -> None:
+    from tileplan import api
+    res = ExperimentResult(hwff.NAME, hwff.TITLE, hwff.PAPER, quick=True)
+    ref = Reference.load("hwff")
+    net = hwff._trim(api.load_network("resnet18"), 4)
+    arch = api.load_arch("hwff1")
+    base = api.plan(net, arch, strategy="exhaustive", objective="energy", jobs=1)
+    hwff_extra.table7(res, ref, "resnet18", net, arch, base)
+    rows = res.tables["table7_resnet18_ctc"]
+    assert [r["pair"] for r in rows] == ["CONV1_POOL1", "CONV2_1_1_CONV2_1_2"]
+    for r in rows:  # every number of the pair is compared, each with its pattern in the explanation
+        assert r["temporal"] > max(r["single_a"], r["single_b"]) and r["ours_fused_above_both"]
+        assert r["paper_fused_above_both"]
+    # Table 6: the paper's sub-arrays for these layers, matched by name ([16, 16] for CONV1/POOL1)
+    assert rows[0]["table6_paper"] == "[16, 16] [16, 16]" and rows[1]["table6_paper"] == "[32, 8] [32, 8]"
+    import re
+    for r in rows:  # our two sub-arrays share hwff1's 32 x 16 array
+        sides = [(int(x), int(y)) for x, y in re.findall(r"\[(\d+), (\d+)\]", r["table6_ours"])]
+        assert len(sides) == 2 and sum(x * y for x, y in sides) <= 32 * 16
+    keys = {c.key for c in res.comparisons}
+    assert len(keys) == 8 and all("Pattern" in c.explanation for c in res.comparisons)
+    # The single-layer CTC is 2 x MACs over burst bytes of the plan's own counts (closed form check).
+    lp = next(x for x in base.layers if x.name == "conv1")
+    assert rows[0]["single_a"] == 2 * lp.cost.macs / (lp.cost.bursts * arch.dram.burst_bytes)
+
+    from tileplan.report import plots
+    assert all(plots.figure_problems(draw()) == [] for draw in res.figures.values()) and res.figures

@@ -19,6 +19,7 @@ from tileplan import api
 from tileplan.arch.spec import Arch
 from tileplan.cost.bounds import compulsory_bytes
 from tileplan.cost.problem import Problem
+from tileplan.experiments import eplanner_extra
 from tileplan.experiments.common import ExperimentResult, Log, Reference
 from tileplan.parallel import run_parallel
 from tileplan.report import plots
@@ -129,6 +130,7 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
     _caching(res, ref, loaded, quick, log)
     if not quick:
         _correlation(res, ref, log)
+    eplanner_extra.run(res, ref, NETWORKS)
     res.cannot_reproduce("Table 8.4 and Fig. 8.1, measured speed-ups", "timed CUDA code on a Jetson TX2, where "
                          "cudaMemcpy dominates; ours are modelled times of the same plans (the gap is explained above)")
     res.cannot_reproduce("Fig. 6.3 on the TX2", "the thesis correlates its model with TX2 measurements (r = 0.64); "

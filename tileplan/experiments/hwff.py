@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tileplan import api
 from tileplan.arch.spec import Arch
+from tileplan.experiments import hwff_extra
 from tileplan.experiments.common import ExperimentResult, Log, Reference
 from tileplan.fusion.group import FusedGroup, chain_error
 from tileplan.fusion.hwff import min_storage, search_partitioned
@@ -90,6 +91,7 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
     t0 = time.perf_counter()
     log("Figs. 12-13: storage to fuse VGG16's first layers")
     _fig12_13(res, ref, quick)
+    hwff_extra.fig4(res, api.load_network("resnet18"))
     res.quick_scope = "VGG19's first 7 and ResNet-18's first 4 layers, Fig. 12 up to 4 layers"
     # The paper's "VGG16-E" is configuration E of Simonyan & Zisserman: VGG19 (16 conv layers). Its first
     # seven layers (Figs. 12-13) are VGG16's; Tables 5-7 need the whole network. Keys keep the paper's name.
@@ -218,10 +220,7 @@ def _table5_7(res: ExperimentResult, ref: Reference, name: str, net: Network, ar
                              ("spatial_over_temporal", spa / tem)):
             key = f"table5.{name}.{metric}.{ratio}"
             res.compare(ref, key, 100 * value, explanation=why(metric, ratio, ref.value(key)))
-    first = rows[0]
-    key = f"table7.{name}.first.temporal"
-    if key in ref.values:
-        res.compare(ref, key, first["ctc_temporal"])
+    hwff_extra.table7(res, ref, name, net, arch, base)
     cats = [r["group"] for r in rows]
     res.figure(f"fig14_15_{name}_energy", _bars(cats, {k: [r[f"{k}_energy_uJ"] for r in rows]
                                                        for k in ("single", "temporal", "spatial")},

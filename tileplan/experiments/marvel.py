@@ -26,6 +26,7 @@ from tileplan.arch.spec import Arch
 from tileplan.cost.bounds import compulsory_bytes
 from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, NDIMS, OPERANDS
+from tileplan.experiments import marvel_extra
 from tileplan.experiments.common import ExperimentResult, Log, Reference
 from tileplan.mapping import DEFAULT_LAYOUTS, layout_options
 from tileplan.parallel import run_parallel
@@ -232,6 +233,7 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
     _fig9(res, ref, nets, ons)
     _decoupling(res, ref, labels, ons, budget_s)
     _search_time(res, labels, offs, ons, budget_s)
+    marvel_extra.run(res, ref, labels, workers)
     return res
 
 

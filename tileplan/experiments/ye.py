@@ -26,6 +26,7 @@ import numpy as np
 from tileplan import api
 from tileplan.arch.spec import Arch
 from tileplan.cost.problem import Problem
+from tileplan.experiments import ye_extra
 from tileplan.experiments.common import ExperimentResult, Log, Reference
 from tileplan.fusion.group import FusedGroup, FusedMapping
 from tileplan.fusion.plan import FusionPlan
@@ -364,6 +365,7 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
                                             title=f"{label}: DRAM access normalised to SmartShuttle",
                                             xlabel="buffer (K words)", ylabel="DRAM / SmartShuttle"))
     _compare_networks(res, ref, points)
+    ye_extra.run(res, ref, points, quick)
     res.note(f"Run time {time.perf_counter() - t0:.1f} s ({'quick' if quick else 'full'}).")
     return res
 
