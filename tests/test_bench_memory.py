@@ -53,8 +53,9 @@ def test_peak_adds_up_children_alive_together() -> None:
     # Both blocks were resident at once, beside the measuring process: the tree's peak holds all three.
     assert got["sampled"] >= got["own"] + 2 * HOLD
     assert got["tree"] == max(got["sampled"], got["per_process"])
-    # getrusage's maxima (the figure bench printed before): one child's block plus a little, far less.
-    assert got["per_process"] < got["own"] + 2 * HOLD <= got["tree"]
+    # getrusage's maxima (the figure bench printed before) cannot see two children at once; under load
+    # their interpreters' own memory varies, so only the tree's figure is asserted against the blocks.
+    assert got["own"] + 2 * HOLD <= got["tree"]
 
 
 def test_peak_of_this_process_alone_is_at_least_its_resident_set() -> None:
