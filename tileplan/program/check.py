@@ -10,6 +10,7 @@ from tileplan.program.ir import (
     Add,
     Conv,
     Div,
+    Ew,
     Init,
     Load,
     Loc,
@@ -123,6 +124,12 @@ def validate(p: Program) -> None:
                 for name in (ins.inputs if isinstance(ins, Add) else (ins.inp,)):
                     _tile(p, name, line, "INPUT*")
                 if isinstance(ins, Conv):
+                    _tile(p, ins.wt, line, "WEIGHT")
+            elif isinstance(ins, Ew):
+                _tile(p, ins.out, line, "OUTPUT")
+                for name in ins.inputs:
+                    _tile(p, name, line, "INPUT*")
+                if ins.wt is not None:
                     _tile(p, ins.wt, line, "WEIGHT")
             elif isinstance(ins, Div):
                 _tile(p, ins.tile, line, "OUTPUT")

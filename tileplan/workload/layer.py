@@ -125,7 +125,9 @@ class Layer:
     network input); ``input_count`` is how many equally-shaped tensors an ``ADD`` sums.
     ``precision`` is ``None`` until the layer is planned on an accelerator (which supplies it).
     ``out_hw`` is the output rows x columns of a ``DATA_MOVE`` layer (``None`` for every other kind,
-    whose output size follows from the kernel, stride and padding).
+    whose output size follows from the kernel, stride and padding). ``row_channels`` is the number
+    of channels one softmax row spans (its channels are ``groups x keys``) or one rotary head's
+    width (0: all channels); it changes what the program computes, not what the layer costs.
 
     >>> conv = Layer.conv("c1", n=1, c_in=80, h=73, w=73, k_out=192, r=3, s=3, pad=0)
     >>> conv.dims[Dim.P], conv.dims[Dim.K], conv.macs
@@ -153,6 +155,7 @@ class Layer:
     out_hw: tuple[int, int] | None = None
     b_activation: bool = False
     table_rows: int = 0
+    row_channels: int = 0
     dims: dict[Dim, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -182,6 +185,10 @@ class Layer:
         if self.b_activation and self.op not in (OpKind.MATMUL, OpKind.ADD, OpKind.MUL):
             raise WorkloadError(f"{where}: only a matmul's B operand or an add's / mul's broadcast operand can be "
                                 f"an activation (b_activation)")
+        if self.row_channels and (self.op not in (OpKind.SOFTMAX, OpKind.ROPE) or self.row_channels < 0
+                                  or self.c_in % self.row_channels):
+            raise WorkloadError(f"{where}: row_channels={self.row_channels} must divide the {self.c_in} channels "
+                                f"of a softmax or rope layer (0: all channels)")
         if (self.op is OpKind.EMBEDDING) != (self.table_rows > 0):
             raise WorkloadError(f"{where}: an embedding layer needs table_rows >= 1 (the rows of its weight "
                                 f"table), and only an embedding has one")
