@@ -353,6 +353,19 @@ class Layer:
         return ELEMENTWISE_OPS.get(self.op, 1)
 
     @property
+    def row_unit(self) -> int:
+        """Channels (G) a tile or core slice must hold whole multiples of, so that a one-pass program
+        computes it with the one read the model charges: a softmax row (``row_channels``, or all channels),
+        a norm's whole channel vector, rope's channel pairs; 1 for every other kind."""
+        if self.op in SCALED_OPS:
+            return self.groups
+        if self.op is OpKind.SOFTMAX:
+            return self.row_channels or self.groups
+        if self.op is OpKind.ROPE:
+            return 2 if self.groups % 2 == 0 else self.groups
+        return 1
+
+    @property
     def has_weights(self) -> bool:
         """Whether the weight operand is a weight tensor (parameters; a matmul's B may be an activation)."""
         return self.op.has_weights or (self.op is OpKind.MATMUL and not self.b_activation)
@@ -413,7 +426,7 @@ class Layer:
         """Everything planning depends on (not the name or graph edges): equal signatures plan alike."""
         return (self.op, self.n, self.c_in, self.h, self.w, self.k_out, self.r, self.s, self.groups,
                 self.stride, self.pad, self.dilation, self.input_count, self.precision, self.out_hw,
-                self.b_activation, self.table_rows)
+                self.b_activation, self.table_rows, self.row_channels)
 
     def shape_str(self) -> str:
         """Compact human-readable shape, e.g. ``64x56x56 -> 64x56x56 k3x3/s1``."""
