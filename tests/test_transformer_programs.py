@@ -16,6 +16,7 @@ from tileplan.program import verify_layer
 from tileplan.program.errors import ProgramError
 from tileplan.program.executor import execute
 from tileplan.program.generate import generate_program
+from tileplan.program.irtext import emit_ir, parse_ir
 from tileplan.workload.layer import Layer, Precision
 from tileplan.workload.transformer import elementwise
 
@@ -96,6 +97,7 @@ def test_program_counts_the_model_bytes_and_computes_the_kind(kind: str, shape: 
     if layer.has_weight_operand:
         assert verdict.counted_read_bytes[Operand.WEIGHT] >= layer.c_in * 2  # gamma / the row really moved
     program = generate_program(layer, arch, plan.mapping)
+    assert parse_ir(emit_ir(program)).streams == program.streams  # the EW lines read back
     xs, w = _operands(kind, layer, np.random.default_rng(11))
     got = execute(program, xs, w).output
     want = _numpy_reference(kind, layer, xs, w)
@@ -117,3 +119,27 @@ def test_a_split_softmax_row_is_named() -> None:
     tiles[1] = 2  # G tiles of 2 channels: half a 4-key row
     with pytest.raises(ProgramError, match="split softmax rows of 4 channels"):
         generate_program(layer, arch, replace(mapping, tiles=tuple(tiles)))
+
+
+@pytest.mark.parametrize(("model", "extra", "kinds"), [
+    ("bert-base", ["--seq", "2"], {"softmax", "layernorm", "gelu"}),
+    ("llama3-8b-block-decode", ["--kv", "4"], {"softmax", "rmsnorm", "silu", "mul", "rope"}),
+])
+def test_verify_command_skips_no_layer(model: str, extra: list[str], kinds: set[str]) -> None:
+    """`tileplan verify` runs every distinct layer with a mapping (the embeddings, planned as copy streams,
+    are named); every one is OK, the row-wise and activation kinds included."""
+    from typer.testing import CliRunner
+
+    from tileplan import api
+    from tileplan.cli import app
+
+    result = CliRunner().invoke(app, ["verify", model, "--arch", "eyeriss", *extra], terminal_width=250)
+    assert result.exit_code == 0, result.output
+    assert "no program yet" not in result.output and "FAIL" not in result.output
+    net = api.load_network(model, seq=int(extra[1]) if extra[0] == "--seq" else None,
+                           kv=int(extra[1]) if extra[0] == "--kv" else None)
+    plan = api.plan(net, api.load_arch("eyeriss"))
+    distinct = [lp for lp in plan.layers if lp.mapping is not None and lp.cached_from is None]
+    assert f"{len(distinct)} of {len(distinct)} distinct layers verified" in result.output
+    assert kinds <= {net[lp.name].op.value for lp in distinct}
+    assert result.output.count(" OK ") == len(distinct)
