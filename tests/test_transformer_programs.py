@@ -143,3 +143,14 @@ def test_verify_command_skips_no_layer(model: str, extra: list[str], kinds: set[
     assert f"{len(distinct)} of {len(distinct)} distinct layers verified" in result.output
     assert kinds <= {net[lp.name].op.value for lp in distinct}
     assert result.output.count(" OK ") == len(distinct)
+
+
+def test_c_backend_refuses_elementwise_kinds_in_one_line() -> None:
+    from tileplan.program.cgen import emit_c
+
+    layer = _layer("gelu", SHAPES[0])
+    arch = toy_arch(unified=4096, burst=8)
+    mapping = plan_layer(layer, arch).mapping
+    assert mapping is not None
+    with pytest.raises(ProgramError, match="do not emit element-wise and row-wise layers yet"):
+        emit_c(generate_program(layer, arch, mapping))
