@@ -376,7 +376,7 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
     try:
         parts = [_parts(layer, a, strategy, workers, dram_model, len(todo)) for layer in todo]
         cost = [_estimate(layer, strategy) if workers > 1 else 0.0 for layer in todo]
-        with shared_values(len(todo)) as path:
+        with shared_values(len(todo) if max(parts, default=1) > 1 else 0) as path:
             # Big layers first, each as ``parts`` items: their parts then run side by side; then the
             # costliest first, so that no big layer is left to run alone at the end.
             args: list[_Item] = []
@@ -550,6 +550,31 @@ def operand_names() -> list[str]:
     return [op.label for op in OPERANDS]
 
 
+def _read_plan(path: Path) -> NetworkPlan:
+    """The per-layer plan in the JSON file ``path`` (errors name the file and say what it holds)."""
+    import json
+
+    from tileplan.files import read_text_input
+
+    text = read_text_input(path, "plan file (JSON)")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise TileplanError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+    except RecursionError:
+        raise TileplanError(f"{path}: nested too deeply to be a plan file") from None
+    if isinstance(data, dict) and "groups" in data and "base" in data:
+        raise TileplanError(f"{path} is a fused plan (`plan --fuse`): fused groups have no per-layer time to "
+                            f"correlate; give a plan written by `tileplan plan --json` without --fuse")
+    if not isinstance(data, dict):
+        raise TileplanError(f"{path}: not a tileplan plan file (expected a JSON object, as `tileplan plan --json` "
+                            f"writes)")
+    try:
+        return NetworkPlan.from_dict(data)
+    except TileplanError as err:
+        raise TileplanError(f"{path}: {err}") from None
+
+
 def correlate(plan: NetworkPlan | str | Path, measured: dict[str, float] | str | Path | None = None, *,
               time_c: bool = False, repeats: int = 3, log: Callable[[str], None] | None = None) -> Correlation:
     """Pearson correlation of a plan's modelled per-layer times with measured ones (e-PlaNNer Fig.
@@ -560,11 +585,7 @@ def correlate(plan: NetworkPlan | str | Path, measured: dict[str, float] | str |
     from tileplan.program.ctime import time_layers
 
     if not isinstance(plan, NetworkPlan):
-        try:
-            text = Path(plan).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise TileplanError(f"cannot read plan {plan}: {err}") from None
-        plan = NetworkPlan.from_json(text)
+        plan = _read_plan(Path(plan))
     if time_c:
         times = time_layers(load_network(plan.network), load_arch(plan.arch), plan, repeats=repeats, log=log)
     elif measured is None:

@@ -9,6 +9,7 @@ install lacks them; ``tileplan bench`` compiles here before it times.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -64,8 +65,29 @@ def compile_in_background() -> bool:
     return jit.compile_in_background(all_loops(), jit.cache_folder(kernel.model_loop))
 
 
+def main(argv: list[str]) -> int:
+    """``python -m tileplan.warmup [--background LOCK]``: compile (or load) every loop, after removing
+    corrupt cache files (one note each); a failure is one line on stderr and exit code 1."""
+    for index, problem in jit.heal(all_loops()):
+        print(f"note: removed a corrupt numba cache file ({Path(index).name}: {problem}); compiling it again",
+              file=sys.stderr)
+    try:
+        if argv[:1] == ["--background"]:
+            jit.background_main(Path(argv[1]), warm_up)
+        else:
+            warm_up()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - the one line a user sees instead of numba's traceback
+        if os.environ.get("TILEPLAN_DEBUG"):
+            raise
+        print(f"error: compiling the cost kernel failed ({type(err).__name__}: {str(err)[:300]}); remove "
+              f"{jit.cache_folder(kernel.model_loop)}/*.nb* and run again, or set TILEPLAN_KERNEL=numpy",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--background"]:
-        jit.background_main(Path(sys.argv[2]), warm_up)
-    else:
-        warm_up()
+    sys.exit(main(sys.argv[1:]))

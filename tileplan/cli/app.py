@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from tileplan.errors import TileplanError
+from tileplan.errors import TileplanError, printable, stop_exit_code
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -66,18 +66,20 @@ def machine_sets(sets: list[str] | None, psum_bytes: int | None) -> list[str]:
 
 def _fail(message: str) -> NoReturn:
     """Print ``error: message`` as one line (never interpreted as rich markup) and exit with 2."""
-    err.print(Text.assemble(("error:", "bold red"), " ", message.replace("\n", "; ")), highlight=False,
+    err.print(Text.assemble(("error:", "bold red"), " ", printable(message.replace("\n", "; "))), highlight=False,
               soft_wrap=True)
     raise typer.Exit(code=2)
 
 
-def _interrupted() -> NoReturn:
-    """Ctrl-C: the work has been stopped (workers ended, nothing written); say so and exit with 130."""
+def _interrupted(exc: BaseException | None = None) -> NoReturn:
+    """Ctrl-C (or SIGTERM, SIGHUP): the work has been stopped (workers ended, nothing written); say so
+    and exit with 128 + the signal (130, 143, 129)."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break the way out
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # a second one must not break the way out
+            signal.signal(sig, signal.SIG_IGN)
     err.print("interrupted", highlight=False)
     _REPORTED.append(True)
-    raise typer.Exit(code=130)
+    raise typer.Exit(code=stop_exit_code(exc))
 
 
 def interrupt_reported() -> bool:
@@ -90,17 +92,22 @@ def _guard(fn: Callable[[], Any]) -> Any:
         return fn()
     except TileplanError as exc:
         _fail(str(exc))
-    except KeyboardInterrupt:
-        _interrupted()
+    except KeyboardInterrupt as exc:
+        _interrupted(exc)
 
 
 @cache
 def _compile_note() -> None:
     """Before a command that plans (once per process): when the compiled loops are not built yet (a
     fresh install that skipped ``make venv``), start building them in the background and say so."""
+    from tileplan.cost import jit
     from tileplan.warmup import compile_in_background
 
-    if compile_in_background():
+    started = compile_in_background()
+    for index, problem in jit.HEALED:
+        err.print(f"note: removed a corrupt numba cache file ({os.path.basename(index)}: {problem}); it is rebuilt "
+                  f"in the background", highlight=False, markup=False)
+    if started:
         err.print("note: compiling tileplan's cost kernel in the background (once per install, about 2 minutes; "
                   "`python -m tileplan.warmup` does it in the foreground); until it is ready the same "
                   "numbers come from its slower numpy twin", highlight=False, markup=False)

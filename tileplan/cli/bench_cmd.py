@@ -45,8 +45,11 @@ def bench(
         api.check_options(strategy=strategy, objective=objective)
         if json_path is not None:
             check_output_file(json_path)
-        if repeat < 0 or (jobs is not None and jobs < 1):
-            raise TileplanError("--repeat must be >= 0 and --jobs >= 1")
+        if repeat < 1 or (jobs is not None and jobs < 1):
+            raise TileplanError(f"--repeat must be at least 1 (the timed runs; the fastest is reported) and --jobs "
+                                f"at least 1, got --repeat {repeat}" + (f" --jobs {jobs}" if jobs is not None else ""))
+        if not [n for n in networks.split(",") if n.strip()] or not [a for a in archs.split(",") if a.strip()]:
+            raise TileplanError("--networks and --archs must each name at least one, comma-separated")
         if fuse and max_group < 2:
             raise TileplanError(f"--max-group must be at least 2 (a group fuses two or more layers), got {max_group}")
         compile_s = compile_loops(log=lambda msg: err.print(msg, highlight=False))

@@ -49,21 +49,27 @@ def compare(
                                                  help="marvel*: least fraction of the PEs a step uses (default 0.1)."),
     fuse: bool = typer.Option(False, "--fuse", help="Compare fused plans (`plan --fuse`); rows are then blocks of "
                               "layers that every strategy covers with whole groups."),
-    max_group: int = typer.Option(4, "--max-group", min=2, help="Most layers in one fused group (with --fuse)."),
+    max_group: int | None = typer.Option(None, "--max-group", min=2,
+                                         help="Most layers in one fused group (with --fuse; default 4)."),
 ) -> None:
     """Plan MODEL with each strategy and print, per layer and in total, latency, DRAM bytes, bursts,
     energy and each strategy's objective relative to the best."""
     check_names(tuple(s.strip() for s in strategies.split(",") if s.strip()), objective)
     from tileplan import api
-    from tileplan.report.files import check_output_file, write_text_atomic
+    from tileplan.cli.guards import check_flags, check_outputs
+    from tileplan.errors import TileplanError
+    from tileplan.report.files import write_text_atomic
     from tileplan.report.tables import comparison_table
 
     def work() -> None:
         api.check_options(objective=objective, budget=budget, seed=seed, batch=batch)
-        for target in (json_path, csv_path):
-            if target is not None:
-                check_output_file(target)
         names = [s.strip() for s in strategies.split(",") if s.strip()]
+        if not names:
+            raise TileplanError(f"--strategies {strategies!r} names no strategy; give one or more, comma-separated")
+        check_flags(names, fuse=fuse, max_group=max_group,
+                    marvel_flags=[("--no-prune", no_prune), ("--max-parallel", max_parallel),
+                                  ("--min-utilization", min_utilization)])
+        check_outputs([("--json", json_path), ("--csv", csv_path)], model=model, arch=arch)
         options = api.strategy_options(pruning=no_prune or (), max_parallel=max_parallel,
                                        min_utilization=min_utilization)
         machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
@@ -75,7 +81,7 @@ def compare(
                 bar.update(task, completed=done, total=total, label=label)
 
             result = api.compare(network, machine, names, objective=objective, batch=batch, budget=budget, seed=seed,
-                                 jobs=jobs, fuse=fuse, max_group=max_group, options=options, progress=tick)
+                                 jobs=jobs, fuse=fuse, max_group=max_group or 4, options=options, progress=tick)
         out.print(comparison_table(result, show_all=all_layers))
         for fp in result.fused:
             out.print(f"{fp.base.strategy}: fused groups " + (", ".join(g.name for g in fp.groups) or "none"),

@@ -81,16 +81,19 @@ def plan(
     (with --fuse: the best cut into fused groups and single layers)."""
     check_names((strategy,), objective)
     from tileplan import api
+    from tileplan.cli.guards import check_flags, check_outputs
     from tileplan.interop.tlyaml import timeloop_keys
-    from tileplan.report.files import check_output_file, check_output_folder, make_output_folder, write_text_atomic
+    from tileplan.report.files import check_output_folder, make_output_folder, write_text_atomic
     from tileplan.report.tables import plan_csv, plan_summary, plan_table
 
     def work() -> None:
         api.check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch, fuse=fuse)
+        check_flags([strategy], fuse=fuse, fix_partition=fix_partition, fix_schedule=fix_schedule,
+                    max_group=max_group, marvel_flags=[("--no-prune", no_prune), ("--max-parallel", max_parallel),
+                                                       ("--min-utilization", min_utilization)])
         group_limit = max_group if max_group is not None else (2 if strategy == "hwff" else 4)
-        for target in (json_path, csv_path):  # fail before a long search, not after it
-            if target is not None:
-                check_output_file(target)
+        # fail before a long search, not after it
+        check_outputs([("--json", json_path), ("--csv", csv_path)], model=model, arch=arch)
         if plots_dir is not None:
             check_output_folder(plots_dir)
         if emit_zigzag is not None:
@@ -183,6 +186,7 @@ def eval_cmd(
     """Cost one given mapping of one layer (model mode), with a clear error if it is invalid."""
 
     from tileplan import api
+    from tileplan.files import read_text_input
     from tileplan.interop.tlyaml import timeloop_keys
     from tileplan.mapping import Mapping
 
@@ -198,16 +202,13 @@ def eval_cmd(
             _print_cost(m, api.evaluate(target, machine, m), json_out)
             return
         machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
-        try:
-            text = mapping.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise TileplanError(f"cannot read mapping file {mapping}: {exc.strerror}") from None
-        except UnicodeDecodeError:
-            raise TileplanError(f"mapping file {mapping} is not a text (UTF-8 JSON) file") from None
+        text = read_text_input(mapping, "mapping file (JSON)")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise TileplanError(f"mapping file {mapping} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        except RecursionError:
+            raise TileplanError(f"mapping file {mapping} is nested too deeply to be a mapping") from None
         if isinstance(data, dict) and "layers" in data:  # a whole plan: take this layer's mapping
             layers = data["layers"]
             if not isinstance(layers, list) or not all(isinstance(lp, dict) and "name" in lp for lp in layers):

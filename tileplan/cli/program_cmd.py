@@ -64,10 +64,11 @@ def emit(
     from tileplan import api
     from tileplan.program import generate_program
     from tileplan.program.files import TARGETS, write_program
-    from tileplan.report.files import check_output_file, check_output_folder, make_output_folder
+    from tileplan.report.files import check_distinct, check_output_file, check_output_folder, make_output_folder
 
     def work() -> None:
         api.check_options(strategy=strategy, objective=objective)
+        check_distinct([("--output", output)], [("the model file", model), ("the accelerator file", arch)])
         if group is not None:
             from tileplan.fusion.program import generate_fused
             from tileplan.report.files import write_text_atomic

@@ -74,12 +74,46 @@ def cached_signatures(py_func: Callable[..., Any]) -> list[tuple[Any, ...]]:
         from numba.core.caching import FunctionCache
         from numba.core.registry import cpu_target
 
-        index = FunctionCache(py_func)._cache_file._load_index()  # empty when stale or of another numba
+        cache_file = FunctionCache(py_func)._cache_file
         magic = cpu_target.target_context.codegen().magic_tuple()
-    except Exception:  # noqa: BLE001 - numba missing or its cache unreadable: not cached
+    except Exception:  # noqa: BLE001 - numba missing: not cached
         return []
-    code = hashlib.sha256(py_func.__code__.co_code).hexdigest()
-    return [k[0] for k in index if k[1] == magic and k[2][0] == code]
+    try:
+        index = cache_file._load_index()  # empty when stale or of another numba
+        code = hashlib.sha256(py_func.__code__.co_code).hexdigest()
+        entries = [(k, name) for k, name in index.items() if k[1] == magic and k[2][0] == code]
+        for _, name in entries:
+            cache_file._load_data(name)  # unpickles the entry (no compiling): a truncated file fails here
+    except Exception as err:  # noqa: BLE001 - a truncated, empty or garbled index or data file
+        _discard(Path(cache_file._index_path), err)
+        return []
+    return [k[0] for k, _ in entries]
+
+
+#: Corrupt cache files removed in this process: (index file, what was wrong).
+HEALED: list[tuple[str, str]] = []
+
+
+def _discard(index_path: Path, err: Exception) -> None:
+    """Remove one function's numba cache (its index and data files): it is rebuilt by the next
+    compile, instead of failing every run (numba itself raises on a truncated file)."""
+    base = index_path.name[: -len(".nbi")]
+    for path in [index_path, *index_path.parent.glob(f"{base}.*.nbc")]:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+    HEALED.append((str(index_path), f"{type(err).__name__}: {err}"[:120]))
+
+
+def heal(loops: list[Callable[..., Any]]) -> list[tuple[str, str]]:
+    """Check numba's cache of every loop (removing corrupt files, see :func:`cached_signatures`);
+    return what was removed in this process."""
+    for f in loops:
+        _held.pop(f"{f.__module__}.{f.__qualname__}", None)
+        _read_at.pop(f"{f.__module__}.{f.__qualname__}", None)
+        on_disk(f)
+    return list(HEALED)
 
 
 def load(dispatcher: Any, py_func: Callable[..., Any]) -> None:

@@ -33,6 +33,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tileplan.errors import ConfigError, TileplanError
+from tileplan.files import csv_row
 from tileplan.report.files import write_text_atomic
 
 if TYPE_CHECKING:
@@ -278,7 +279,7 @@ def table_csv(rows: Sequence[dict[str, Any]]) -> str:
     w = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
     w.writeheader()
     for r in rows:
-        w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+        w.writerow(csv_row({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()}))
     return buf.getvalue()
 
 

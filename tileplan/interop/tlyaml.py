@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from tileplan.errors import ConfigError
+from tileplan.files import MAX_TEXT_INPUT_BYTES
 
 TAGS = ("Component", "Container", "Parallel", "Hierarchical", "Nothing")
 
@@ -96,8 +97,8 @@ def timeloop_keys(path: str | Path) -> frozenset[str]:
     ``.yaml``/``.yml`` file, unreadable, no such key). Never raises: a caller that gets an empty set
     goes on to its other formats."""
     path = Path(path)
-    if path.suffix.lower() not in (".yaml", ".yml") or not path.is_file():
-        return frozenset()
+    if path.suffix.lower() not in (".yaml", ".yml") or not path.is_file() or path.stat().st_size > MAX_TEXT_INPUT_BYTES:
+        return frozenset()  # too big for any description: the YAML reader says so
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:

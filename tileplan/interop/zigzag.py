@@ -28,6 +28,7 @@ from tileplan.arch.load import from_dict as arch_from_dict
 from tileplan.arch.spec import Arch
 from tileplan.dims import Dim
 from tileplan.errors import ConfigError, WorkloadError
+from tileplan.files import MAX_TEXT_INPUT_BYTES
 from tileplan.interop.tlyaml import read_timeloop_yaml
 from tileplan.workload.layer import Layer, OpKind, Precision
 from tileplan.workload.network import Network
@@ -112,8 +113,8 @@ def load_workload(path: str | Path) -> Network:
 def is_workload(path: str | Path) -> bool:
     """Whether ``path`` looks like a ZigZag workload (a YAML list whose items have an ``equation``)."""
     p = Path(path)
-    if p.suffix.lower() not in (".yaml", ".yml") or not p.is_file():
-        return False
+    if p.suffix.lower() not in (".yaml", ".yml") or not p.is_file() or p.stat().st_size > MAX_TEXT_INPUT_BYTES:
+        return False  # too big for any description: the YAML reader says so
     try:
         text = p.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -219,8 +220,8 @@ def load_hardware(path: str | Path) -> Arch:
 def is_hardware(path: str | Path) -> bool:
     """Whether ``path`` looks like a ZigZag hardware file (top-level ``operational_array:``)."""
     p = Path(path)
-    if p.suffix.lower() not in (".yaml", ".yml") or not p.is_file():
-        return False
+    if p.suffix.lower() not in (".yaml", ".yml") or not p.is_file() or p.stat().st_size > MAX_TEXT_INPUT_BYTES:
+        return False  # too big for any description: the YAML reader says so
     try:
         return any(line.startswith("operational_array:") for line in p.read_text(errors="replace").splitlines())
     except OSError:

@@ -15,6 +15,7 @@ from rich.table import Table
 from tileplan.arch.spec import Arch
 from tileplan.compare import Comparison
 from tileplan.dims import DIMS, Dim
+from tileplan.files import csv_row
 from tileplan.mapping import Mapping, balanced_parts
 from tileplan.plan import LayerPlan, NetworkPlan, ctc_ratio
 from tileplan.workload.layer import Layer, OpKind
@@ -220,7 +221,7 @@ def plan_csv(plan: NetworkPlan) -> str:
         fieldnames.extend(k for k in r if k not in fieldnames)
     writer = csv.DictWriter(buf, fieldnames=fieldnames)
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows(csv_row(r) for r in rows)
     return buf.getvalue()
 
 

@@ -109,6 +109,14 @@ SCALED_OPS = frozenset({OpKind.LAYERNORM, OpKind.RMSNORM})
 MAX_EXTENT = 65536
 
 
+def _output_within(where: str, rows: int, cols: int) -> None:
+    """The output map, like every input size, is at most :data:`MAX_EXTENT` on a side (a huge padding
+    or upsampling is refused here, before anything is allocated or costed)."""
+    if max(rows, cols) > MAX_EXTENT:
+        raise WorkloadError(f"{where}: its output of {rows:,}x{cols:,} is larger than the {MAX_EXTENT:,} per side "
+                            f"tileplan plans (check the padding, upsampling or resize factors)")
+
+
 def _pair(value: int | tuple[int, int], what: str, layer: str) -> tuple[int, int]:
     pair = (value, value) if isinstance(value, int) else tuple(value)
     if len(pair) != 2:
@@ -174,6 +182,10 @@ class Layer:
         if len(self.pad) != 4 or min(self.pad) < 0:
             raise WorkloadError(f"{where}: pad must be four non-negative integers (top, bottom, left, "
                                 f"right), got {self.pad!r}")
+        largest = max(*self.stride, *self.dilation, *self.pad)
+        if largest > MAX_EXTENT:
+            raise WorkloadError(f"{where}: a stride, dilation or padding of {largest:,} is larger than the "
+                                f"{MAX_EXTENT:,} tileplan plans")
         if self.c_in % self.groups or self.k_out % self.groups:
             raise WorkloadError(f"{where}: groups={self.groups} must divide c_in={self.c_in} and "
                                 f"k_out={self.k_out}")
@@ -213,6 +225,7 @@ class Layer:
         q = cols // self.stride[1] + 1
         dims = {Dim.N: self.n, Dim.G: self.groups, Dim.K: self.k_out // self.groups,
                 Dim.C: self.c_in // self.groups, Dim.P: p, Dim.Q: q, Dim.R: self.r, Dim.S: self.s}
+        _output_within(where, p, q)
         object.__setattr__(self, "dims", dims)
 
     def _init_data_move(self, where: str) -> None:
@@ -225,6 +238,7 @@ class Layer:
                                 f"(r = s = groups = 1, stride 1, pad 0)")
         dims = {Dim.N: self.n, Dim.G: 1, Dim.K: self.k_out, Dim.C: self.c_in, Dim.P: self.out_hw[0],
                 Dim.Q: self.out_hw[1], Dim.R: 1, Dim.S: 1}
+        _output_within(where, *self.out_hw)
         object.__setattr__(self, "dims", dims)
 
     # ----------------------------------------------------------------- constructors

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from tileplan.errors import UnsupportedOperatorError, WorkloadError
+from tileplan.errors import UnsupportedOperatorError, WorkloadError, printable
 from tileplan.workload._onnx_common import (
     LINEAR,
     REDUCE_POOL,
@@ -76,6 +76,7 @@ def load_onnx(path: str | os.PathLike[str], *, batch: int | None = None, skip_un
         raise WorkloadError(f"{p}: batch size must be positive, got {batch}")
     model = _read(p)
     graph = model.graph
+    validate_graph(graph, p)
     consts = Constants(graph)
     nodes = _toposort(graph, consts, p)
     static = _static_tensors(nodes, consts)
@@ -93,7 +94,12 @@ def load_onnx(path: str | os.PathLike[str], *, batch: int | None = None, skip_un
     conv.types = types
     for index, node in nodes:
         if any(out and out not in static for out in node.output):  # else: constants or shape metadata
-            conv.convert(node, index, supported=index not in problems)
+            try:
+                conv.convert(node, index, supported=index not in problems)
+            except WorkloadError as err:
+                if str(err).startswith(str(p)):
+                    raise
+                raise type(err)(f"{p}: {err}") from None
     conv.warn_skipped()
     if not conv.layers:
         raise WorkloadError(f"{p}: the graph has no convolution, pooling, FC or other plannable layer")
@@ -109,6 +115,37 @@ def load_onnx(path: str | os.PathLike[str], *, batch: int | None = None, skip_un
 
 
 # --------------------------------------------------------------------- reading
+#: ``auto_pad`` values ONNX defines.
+AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def validate_graph(graph: onnx.GraphProto, path: Path) -> None:
+    """Refuse a graph that breaks ONNX's rules in ways an import would otherwise paper over, naming
+    the node: a tensor written twice (by two nodes, or by a node and the graph's inputs or
+    initializers), a node that reads its own output, an ``auto_pad`` ONNX does not define."""
+    written: dict[str, str] = {vi.name: "a graph input" for vi in graph.input}
+    written.update({t.name: "an initializer" for t in graph.initializer})
+    for index, node in enumerate(graph.node):
+        label = f"node {printable(node.name or f'{node.op_type.lower()}{index}')!r} ({node.op_type})"
+        for out in node.output:
+            if not out:
+                continue
+            if out in node.input:
+                raise OnnxFileError(f"{path}: {label} reads its own output {printable(out)!r}; not a valid "
+                                    f"ONNX graph (each tensor is computed before it is read)")
+            if out in written:
+                raise OnnxFileError(f"{path}: {label} writes tensor {printable(out)!r}, which {written[out]} "
+                                    f"already defines; ONNX tensors are written once: rename one of them")
+            written[out] = f"{label}"
+        for a in node.attribute:
+            if a.name != "auto_pad":
+                continue
+            text = a.s.decode("utf-8", errors="replace")
+            if text not in (*AUTO_PADS, ""):
+                raise OnnxFileError(f"{path}: {label} has auto_pad={printable(text)!r}; ONNX defines "
+                                    f"{', '.join(AUTO_PADS)}")
+
+
 def _read(path: Path) -> onnx.ModelProto:
     if not path.is_file():
         raise OnnxFileError(f"{path}: no such ONNX file")

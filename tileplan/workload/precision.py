@@ -22,7 +22,7 @@ class Precision:
     def __post_init__(self) -> None:
         for name in ("input", "weight", "output"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise WorkloadError(f"precision.{name} must be a positive number of bytes, got {value!r}")
         if self.psum == 0:
             object.__setattr__(self, "psum", self.output)
