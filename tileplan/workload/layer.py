@@ -197,9 +197,9 @@ class Layer:
         if self.b_activation and self.op not in (OpKind.MATMUL, OpKind.ADD, OpKind.MUL):
             raise WorkloadError(f"{where}: only a matmul's B operand or an add's / mul's broadcast operand can be "
                                 f"an activation (b_activation)")
-        if self.row_channels and (self.op not in (OpKind.SOFTMAX, OpKind.ROPE) or self.row_channels < 0
-                                  or self.c_in % self.row_channels):
-            raise WorkloadError(f"{where}: row_channels={self.row_channels} must divide the {self.c_in} channels "
+        if not isinstance(self.row_channels, int) or isinstance(self.row_channels, bool) or self.row_channels and (
+                self.op not in (OpKind.SOFTMAX, OpKind.ROPE) or self.row_channels < 0 or self.c_in % self.row_channels):
+            raise WorkloadError(f"{where}: row_channels={self.row_channels!r} must be a divisor of the {self.c_in} channels "
                                 f"of a softmax or rope layer (0: all channels)")
         if (self.op is OpKind.EMBEDDING) != (self.table_rows > 0):
             raise WorkloadError(f"{where}: an embedding layer needs table_rows >= 1 (the rows of its weight "
