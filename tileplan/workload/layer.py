@@ -199,8 +199,8 @@ class Layer:
                                 f"an activation (b_activation)")
         if not isinstance(self.row_channels, int) or isinstance(self.row_channels, bool) or self.row_channels and (
                 self.op not in (OpKind.SOFTMAX, OpKind.ROPE) or self.row_channels < 0 or self.c_in % self.row_channels):
-            raise WorkloadError(f"{where}: row_channels={self.row_channels!r} must be a divisor of the {self.c_in} channels "
-                                f"of a softmax or rope layer (0: all channels)")
+            raise WorkloadError(f"{where}: row_channels={self.row_channels!r} must be a divisor of the "
+                                f"{self.c_in} channels of a softmax or rope layer (0: all channels)")
         if (self.op is OpKind.EMBEDDING) != (self.table_rows > 0):
             raise WorkloadError(f"{where}: an embedding layer needs table_rows >= 1 (the rows of its weight "
                                 f"table), and only an embedding has one")
