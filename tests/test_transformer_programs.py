@@ -154,3 +154,14 @@ def test_c_backend_refuses_elementwise_kinds_in_one_line() -> None:
     assert mapping is not None
     with pytest.raises(ProgramError, match="do not emit element-wise and row-wise layers yet"):
         emit_c(generate_program(layer, arch, mapping))
+
+
+def test_a_row_that_does_not_fit_is_named() -> None:
+    """A layernorm row (8 channels x 2 B in and out, plus its 16-byte scale) does not fit 40 bytes, a
+    point-wise gelu of the same shape does: the error says the tile holds whole rows."""
+    from tileplan.errors import InfeasibleError
+
+    arch = toy_arch(unified=40, burst=8)
+    assert plan_layer(_layer("gelu", SHAPES[0]), arch).mapping is not None
+    with pytest.raises(InfeasibleError, match="holds whole rows of 8 channels"):
+        plan_layer(_layer("layernorm", SHAPES[0]), arch)
