@@ -17,6 +17,7 @@ from tileplan.program.errors import ProgramError
 from tileplan.program.executor import execute
 from tileplan.program.generate import generate_program
 from tileplan.program.irtext import emit_ir, parse_ir
+from tileplan.program.runner import run_program
 from tileplan.workload.layer import Layer, Precision
 from tileplan.workload.transformer import elementwise
 
@@ -97,7 +98,9 @@ def test_program_counts_the_model_bytes_and_computes_the_kind(kind: str, shape: 
     if layer.has_weight_operand:
         assert verdict.counted_read_bytes[Operand.WEIGHT] >= layer.c_in * 2  # gamma / the row really moved
     program = generate_program(layer, arch, plan.mapping)
-    assert parse_ir(emit_ir(program)).streams == program.streams  # the EW lines read back
+    parsed = parse_ir(emit_ir(program))
+    assert parsed.streams == program.streams  # the EW lines read back, and `tileplan run` rebuilds the layer
+    assert run_program(parsed, seed=2).bit_exact
     xs, w = _operands(kind, layer, np.random.default_rng(11))
     got = execute(program, xs, w).output
     want = _numpy_reference(kind, layer, xs, w)

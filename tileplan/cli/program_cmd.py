@@ -57,6 +57,8 @@ def emit(
     output: Path = typer.Option(..., "--output", help="File (with --layer) or folder for every layer."),
     group: str | None = typer.Option(None, "--group", "-g", help="A fused group, e.g. conv1_1+conv1_2: write "
                                      "its fused program (text, or C99 with --target c) to the --output file."),
+    seq: int | None = typer.Option(None, "--seq", help=SEQ_HELP),
+    kv: int | None = typer.Option(None, "--kv", help=KV_HELP),
 ) -> None:
     """Write the execution program of the planned mapping of one layer or of every layer (or of the
     best fused mapping of a group of layers)."""
@@ -98,7 +100,7 @@ def emit(
                                 f"folder (give a folder, or --layer NAME to write one program to a file)")
         else:
             check_output_folder(output)
-        network, a, result = _plan_for(model, arch, sets, strategy, objective, layer)
+        network, a, result = _plan_for(model, arch, sets, strategy, objective, layer, seq, kv)
         if layer is None:
             make_output_folder(output)
         written = 0

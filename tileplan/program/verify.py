@@ -112,6 +112,13 @@ def is_float(layer: Layer) -> bool:
     return kind is not None and kind in FLOAT_KINDS
 
 
+def outputs_match(layer: Layer, got: np.ndarray, want: np.ndarray) -> bool:
+    """Equal outputs: bit-exact for integer layers, within a relative 1e-9 for the float kinds."""
+    if is_float(layer):
+        return bool(got.shape == want.shape and np.allclose(got, want, rtol=1e-9, atol=1e-12))
+    return bool(np.array_equal(got, want))
+
+
 def compare(layer: Layer, arch: Arch, mapping: Mapping, program: Program, result: ExecResult,
             expected: np.ndarray | None) -> VerifyResult:
     """Set an execution's counts beside the model's prediction (``expected``: reference output,
@@ -122,12 +129,7 @@ def compare(layer: Layer, arch: Arch, mapping: Mapping, program: Program, result
     def ints(values: np.ndarray) -> tuple[int, int, int]:
         return (int(round(values[0])), int(round(values[1])), int(round(values[2])))
 
-    if expected is None:
-        exact = True
-    elif is_float(layer):
-        exact = bool(np.allclose(result.output, expected, rtol=1e-9, atol=1e-12))
-    else:
-        exact = bool(np.array_equal(result.output, expected))
+    exact = expected is None or outputs_match(layer, result.output, expected)
     return VerifyResult(layer=problem.layer.name, feasible=bool(cost.feasible[0]), bit_exact=exact,
                         predicted_read_bytes=ints(cost.dram_read_bytes[0]),
                         predicted_write_bytes=int(round(cost.dram_write_bytes[0])),
@@ -151,4 +153,4 @@ def verify_layer(layer: Layer, arch: Arch, mapping: Mapping, *, seed: int = 0) -
     return compare(layer, arch, mapping, program, result, expected)
 
 
-__all__ = ["VerifyResult", "compare", "random_operands", "verify_layer"]
+__all__ = ["VerifyResult", "compare", "outputs_match", "random_operands", "verify_layer"]
