@@ -54,11 +54,15 @@ def test_reference_is_a_batched_matrix_product() -> None:
 
 
 def test_layer_kinds_without_programs_say_so() -> None:
+    """An embedding is planned as a copy stream (no mapping): asked for a program, the generator says so."""
     from tileplan.program.errors import ProgramError
     from tileplan.program.generate import generate_program
-    from tileplan.workload.transformer import elementwise
+    from tileplan.workload.transformer import elementwise, embedding
 
     soft = elementwise("s", "softmax", channels=4, rows=3).with_precision(Precision.uniform(1))
-    with pytest.raises(ProgramError, match="no program for softmax"):
-        generate_program(soft, toy_arch(), plan_layer(soft, toy_arch()).mapping)
+    mapping = plan_layer(soft, toy_arch()).mapping
+    assert mapping is not None
+    gather = embedding("e", rows=3, dim=4, table_rows=10).with_precision(Precision.uniform(1))
+    with pytest.raises(ProgramError, match="no program for embedding"):
+        generate_program(gather, toy_arch(), mapping)
     assert isinstance(LAYERS["bert.q"], Layer)

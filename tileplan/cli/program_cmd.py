@@ -9,8 +9,10 @@ import typer
 
 from tileplan.cli.app import (
     ARCH_HELP,
+    KV_HELP,
     MODEL_HELP,
     OBJECTIVE_HELP,
+    SEQ_HELP,
     SET_HELP,
     STRATEGY_HELP,
     _guard,
@@ -23,11 +25,12 @@ from tileplan.errors import TileplanError
 
 
 def _plan_for(model: str, arch: str, sets: list[str] | None, strategy: str, objective: str,
-              layer: str | None) -> tuple[Any, Any, Any]:
-    """Plan MODEL (or only LAYER of it) on ARCH changed by SETS and return (network, arch, plan)."""
+              layer: str | None, seq: int | None = None, kv: int | None = None) -> tuple[Any, Any, Any]:
+    """Plan MODEL (or only LAYER of it; a transformer at SEQ tokens / KV cached ones) on ARCH changed by
+    SETS and return (network, arch, plan)."""
     from tileplan import api
 
-    network = api.load_network(model)
+    network = api.load_network(model, seq=seq, kv=kv)
     a = api.load_arch(arch, sets or ())
     if layer is not None:
         from dataclasses import replace
@@ -54,6 +57,8 @@ def emit(
     output: Path = typer.Option(..., "--output", help="File (with --layer) or folder for every layer."),
     group: str | None = typer.Option(None, "--group", "-g", help="A fused group, e.g. conv1_1+conv1_2: write "
                                      "its fused program (text, or C99 with --target c) to the --output file."),
+    seq: int | None = typer.Option(None, "--seq", help=SEQ_HELP),
+    kv: int | None = typer.Option(None, "--kv", help=KV_HELP),
 ) -> None:
     """Write the execution program of the planned mapping of one layer or of every layer (or of the
     best fused mapping of a group of layers)."""
@@ -95,7 +100,7 @@ def emit(
                                 f"folder (give a folder, or --layer NAME to write one program to a file)")
         else:
             check_output_folder(output)
-        network, a, result = _plan_for(model, arch, sets, strategy, objective, layer)
+        network, a, result = _plan_for(model, arch, sets, strategy, objective, layer, seq, kv)
         if layer is None:
             make_output_folder(output)
         written = 0
@@ -125,7 +130,10 @@ def verify(
     layer: str | None = typer.Option(None, "--layer", "-l", help="Only this layer."),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=STRATEGY_HELP),
     objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
-    seed: int = typer.Option(0, min=0, help="Seed of the random integer operands."),
+    seed: int = typer.Option(0, min=0, help="Seed of the random operands (integers; floats for softmax, norms, "
+                             "activation functions and rope)."),
+    seq: int | None = typer.Option(None, "--seq", help=SEQ_HELP),
+    kv: int | None = typer.Option(None, "--kv", help=KV_HELP),
     group: str | None = typer.Option(None, "--group", "-g", help="Verify the best fused mapping of this group "
                                      "of consecutive layers instead, e.g. conv1_1+conv1_2 (searched "
                                      "exhaustively, or as --strategy hwff partitions the PE array)."),
@@ -141,10 +149,13 @@ def verify(
         if group is not None:
             _verify_group(model, arch, sets, group, strategy, objective, seed)
             return
-        network, a, result = _plan_for(model, arch, sets, strategy, objective, layer)
+        network, a, result = _plan_for(model, arch, sets, strategy, objective, layer, seq, kv)
+        from tileplan.program.errors import ProgramError
         from tileplan.program.generate import has_program
 
-        todo = [lp for lp in result.layers if lp.mapping is not None and lp.cached_from is None]
+        distinct = [lp for lp in result.layers if lp.cached_from is None and network[lp.name].moves_data]
+        streams = sorted({network[lp.name].op.value for lp in distinct if lp.mapping is None})
+        todo = [lp for lp in distinct if lp.mapping is not None]
         skipped = sorted({network[lp.name].op.value for lp in todo if not has_program(network[lp.name])})
         todo = [lp for lp in todo if has_program(network[lp.name])]
         table = Table(title=f"verify {network.name} on {a.name}")
@@ -157,7 +168,12 @@ def verify(
             for i, lp in enumerate(todo):
                 bar.update(task, completed=i, label=lp.name)
                 assert lp.mapping is not None
-                r = verify_layer(network[lp.name].with_precision(_prec(a)), a, lp.mapping, seed=seed)
+                try:
+                    r = verify_layer(network[lp.name].with_precision(_prec(a)), a, lp.mapping, seed=seed)
+                except ProgramError as err:
+                    failed += 1
+                    table.add_row(lp.name, "", "", "", "", "", f"[red]FAIL[/] {err}")
+                    continue
                 failed += not r.ok
                 table.add_row(lp.name, f"{sum(r.predicted_bytes):,}", f"{sum(r.counted_bytes):,}",
                               f"{sum(r.predicted_bursts):,}", f"{sum(r.counted_bursts):,}", f"{r.instructions:,}",
@@ -165,7 +181,9 @@ def verify(
         out.print(table)
         out.print(f"{len(todo) - failed} of {len(todo)} distinct layers verified"
                   + (f", {failed} FAILED" if failed else "")
-                  + (f" ({', '.join(skipped)} layers have no program yet)" if skipped else ""))
+                  + (f" ({', '.join(skipped)} layers have no program yet)" if skipped else "")
+                  + (f"; {', '.join(streams)} layers are planned as copy streams without a mapping (not verified)"
+                     if streams else ""))
         if failed:
             raise typer.Exit(code=1)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tileplan.program.cgen_template import RUNTIME
 from tileplan.program.errors import ProgramError
-from tileplan.program.ir import Add, Conv, Div, Init, Instruction, Load, Loc, Pool, Program, Store, Sync
+from tileplan.program.ir import Add, Conv, Div, Ew, Init, Instruction, Load, Loc, Pool, Program, Store, Sync
 from tileplan.program.irtext import instruction_text, stream_first_lines
 from tileplan.workload.layer import OpKind
 
@@ -120,6 +120,9 @@ def substitutions(program: Program, em: _Emitter) -> dict[str, object]:
     p = program
     if p.instruction_count == 0:
         raise ProgramError(f"layer {p.name} ({p.op.value}) moves no data: there is no C program to emit")
+    if any(isinstance(ins, Ew) for s in p.streams for ins in s.instructions):
+        raise ProgramError(f"layer {p.name} ({p.op.value}): the C and CUDA backends do not emit element-wise and "
+                           f"row-wise layers yet; emit it as IR text (--target ir) or check it with `tileplan verify`")
     dram = []
     rows = []
     for t in p.tensors:

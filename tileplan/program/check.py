@@ -10,6 +10,7 @@ from tileplan.program.ir import (
     Add,
     Conv,
     Div,
+    Ew,
     Init,
     Load,
     Loc,
@@ -21,6 +22,7 @@ from tileplan.program.ir import (
     is_identifier,
     tensor_operand,
 )
+from tileplan.workload.layer import SCALED_OPS, OpKind
 
 
 def _check_tensors(p: Program) -> None:
@@ -42,11 +44,12 @@ def _check_tensors(p: Program) -> None:
         groups = t.shape[0 if op is Operand.WEIGHT else 1]
         if groups != p.groups:
             raise ProgramError(f"{t.name} has {groups} groups but GROUPS is {p.groups}", line=t.line)
-    needed = ["INPUT", "OUTPUT", "PSUM"] + (["WEIGHT"] if p.op.multiplies else [])
+    weighted = p.op.multiplies or p.op in SCALED_OPS  # a norm's scale is its WEIGHT; an add's / mul's
+    needed = ["INPUT", "OUTPUT", "PSUM"] + (["WEIGHT"] if weighted else [])  # broadcast row may be
     missing = [n for n in needed if n not in seen]
     if missing:
         raise ProgramError(f"[info] lacks tensor(s) {', '.join(missing)} for a {p.op.value} layer", line=1)
-    if "WEIGHT" in seen and not p.op.multiplies:
+    if "WEIGHT" in seen and not (weighted or p.op in (OpKind.ADD, OpKind.MUL)):
         raise ProgramError(f"a {p.op.value} layer has no WEIGHT tensor", line=p.tensor("WEIGHT").line)
     if (p.output.shape, p.output.layout, p.output.onchip_bytes) != (p.psum.shape, p.psum.layout,
                                                                      p.psum.onchip_bytes):
@@ -123,6 +126,14 @@ def validate(p: Program) -> None:
                 for name in (ins.inputs if isinstance(ins, Add) else (ins.inp,)):
                     _tile(p, name, line, "INPUT*")
                 if isinstance(ins, Conv):
+                    _tile(p, ins.wt, line, "WEIGHT")
+            elif isinstance(ins, Ew):
+                if ins.kind != p.op.value:
+                    raise ProgramError(f"EW {ins.kind} does not compute a {p.op.value} layer", line=line)
+                _tile(p, ins.out, line, "OUTPUT")
+                for name in ins.inputs:
+                    _tile(p, name, line, "INPUT*")
+                if ins.wt is not None:
                     _tile(p, ins.wt, line, "WEIGHT")
             elif isinstance(ins, Div):
                 _tile(p, ins.tile, line, "OUTPUT")

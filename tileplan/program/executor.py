@@ -22,11 +22,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tileplan.dims import Operand
+from tileplan.program.elementwise import FLOAT_KINDS, apply_ew
 from tileplan.program.errors import OnChipOverflowError, ProgramError
 from tileplan.program.ir import (
     Add,
     Conv,
     Div,
+    Ew,
     Init,
     Instruction,
     Load,
@@ -123,6 +125,8 @@ def _transfer(tensor: Tensor, box: tuple[tuple[int, int], ...], burst: int) -> _
 class _Machine:
     def __init__(self, program: Program, inputs: Sequence[np.ndarray], weight: np.ndarray | None) -> None:
         self.p = program
+        kinds = {ins.kind for s in program.streams for ins in s.instructions if isinstance(ins, Ew)}
+        self.dtype = np.float64 if kinds & FLOAT_KINDS else np.int64
         self.traffic = Traffic()
         self.dram: dict[str, np.ndarray] = {}
         tensors = list(program.inputs) + ([program.weight] if program.weight is not None else [])
@@ -135,13 +139,13 @@ class _Machine:
             if array.size != tensor.elements:
                 raise ProgramError(f"{tensor.name} has {tensor.elements} elements, got an array of shape "
                                    f"{array.shape}")
-            flat = np.empty(tensor.elements, dtype=np.int64)
-            flat[layout_index(tensor).ravel()] = np.asarray(array, dtype=np.int64).ravel()
+            flat = np.empty(tensor.elements, dtype=self.dtype)
+            flat[layout_index(tensor).ravel()] = np.asarray(array, dtype=self.dtype).ravel()
             self.dram[tensor.name] = flat
         for tensor in (program.output, program.psum):
-            self.dram[tensor.name] = np.full(tensor.elements, UNWRITTEN, dtype=np.int64)
+            self.dram[tensor.name] = np.full(tensor.elements, UNWRITTEN, dtype=self.dtype)
         cores = len(program.streams)
-        self.mem = [{m.name: np.zeros(m.size_bytes, dtype=np.int64) for m in program.memories}
+        self.mem = [{m.name: np.zeros(m.size_bytes, dtype=self.dtype) for m in program.memories}
                     for _ in range(cores)]
         self.where: list[dict[tuple[str, object], tuple[str, int]]] = [{} for _ in range(cores)]
         self.occupant: list[dict[tuple[str, int], tuple[int, tuple[str, object]]]] = [
@@ -243,6 +247,10 @@ class _Machine:
             t = self.cost(ins.dst)
             self.dram[tile.tensor][t.index] = self.resident(core, ins.dst, line).data.ravel()
             self.count(Operand.OUTPUT, t, write=True)
+        elif isinstance(ins, Ew):
+            wt = None if ins.wt is None else self.resident(core, ins.wt, line)
+            apply_ew(ins.kind, ins.row, self.resident(core, ins.out, line),
+                     [self.resident(core, name, line) for name in ins.inputs], wt, ins.region, line)
         elif isinstance(ins, Conv | Pool | Add):
             self.compute(core, ins, line)
         elif isinstance(ins, Div):

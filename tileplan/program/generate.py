@@ -22,12 +22,14 @@ from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, OPERANDS, RELEVANT, Dim, Operand
 from tileplan.errors import MappingError
 from tileplan.mapping import Mapping
+from tileplan.program.elementwise import ROW_KINDS, ew_kind, ew_row, split_row_error
 from tileplan.program.errors import ProgramError
 from tileplan.program.ir import (
     Add,
     Box,
     Conv,
     Div,
+    Ew,
     Init,
     Instruction,
     Load,
@@ -51,7 +53,8 @@ from tileplan.workload.layer import Layer, OpKind
 #: Ops a program can compute (a DATA_MOVE's element mapping is not part of the layer description).
 _SUPPORTED = frozenset({OpKind.CONV, OpKind.GROUPED_CONV, OpKind.DEPTHWISE, OpKind.POINTWISE, OpKind.FC,
                         OpKind.MAXPOOL, OpKind.AVGPOOL, OpKind.GLOBALPOOL, OpKind.ADD, OpKind.CONCAT,
-                        OpKind.MATMUL})
+                        OpKind.MATMUL, OpKind.SOFTMAX, OpKind.LAYERNORM, OpKind.RMSNORM, OpKind.GELU,
+                        OpKind.SILU, OpKind.MUL, OpKind.ROPE})
 
 
 @dataclass(frozen=True)
@@ -227,7 +230,7 @@ class _Assembler:
         d = layer.dims
         specs = [(f"INPUT{k or ''}", (layer.n, layer.groups, d[Dim.C], layer.h, layer.w), 0, prec.input,
                   prec.input) for k in range(self.b.count)]
-        if layer.op.multiplies:  # a matmul's B (weight or activation) is its WEIGHT tensor
+        if layer.has_weight_operand:  # a matmul's B, a norm's scale, a broadcast row: the WEIGHT tensor
             specs.append(("WEIGHT", (layer.groups, d[Dim.K], d[Dim.C], layer.r, layer.s), 1, prec.weight,
                           prec.weight))
         out_shape = (layer.n, layer.groups, d[Dim.K], layer.p, layer.q)
@@ -289,6 +292,15 @@ class _Assembler:
     def compute(self, region: Box, in_box: Box, wt_box: Box | None, out_box: Box) -> Instruction:
         layer = self.p.layer
         o = self.tile("OUTPUT", out_box)
+        kind = ew_kind(layer)
+        if kind is not None:
+            row = ew_row(layer)
+            reason = split_row_error(kind, row, region[Dim.G])
+            if reason:
+                raise ProgramError(f"layer {layer.name!r}: {reason}")
+            wt = self.tile("WEIGHT", wt_box) if wt_box is not None else None
+            ins = tuple(self.tile(f"INPUT{k or ''}", in_box) for k in range(self.b.count))
+            return Ew(o, kind, row if kind in ROW_KINDS else 0, ins, wt, region)
         if layer.op is OpKind.ADD:
             return Add(o, tuple(self.tile(f"INPUT{k or ''}", in_box) for k in range(self.b.count)), region)
         i = self.tile("INPUT", in_box)
@@ -310,7 +322,8 @@ class _Assembler:
 
 
 def has_program(layer: Layer) -> bool:
-    """Whether programs cover ``layer``'s kind (softmax, norms, activations, embeddings: not yet)."""
+    """Whether programs cover ``layer``'s kind (every kind but data moves and embeddings, which are
+    planned as streams without a mapping)."""
     return layer.op in _SUPPORTED
 
 

@@ -21,6 +21,7 @@ Instructions (``Loc`` is ``MEMORY[byte offset]`` of the executing core):
 ``CONV OUT IN WT (sh,sw) (t,b,l,r) [region]``          accumulate a convolution over ``region``
 ``POOL OUT IN max|avg (sh,sw) (t,b,l,r) [region]``     max or sum over windows (avg: sum, then DIV)
 ``ADD OUT IN IN1 ... [region]``                        element-wise sum of equally-shaped tiles
+``EW OUT kind/row IN... [WT] [region]``                an element-wise or row-wise op (``elementwise``)
 ``DIV TILE d``                                         floor-divide a resident output tile by ``d``
 ``SYNC``                                               barrier of every core (before multicasts)
 =====================================================  ============================================
@@ -225,6 +226,21 @@ class Add:
 
 
 @dataclass(frozen=True, slots=True)
+class Ew:
+    """``EW out kind/row in... [wt] region``: ``out = kind(inputs[, wt])`` over ``region`` (softmax,
+    layernorm, rmsnorm, gelu, silu, mul, rope, add with a broadcast row). ``row`` is the channels of one
+    softmax row / rope head (0: all channels); ``wt`` a norm's scale or the broadcast row."""
+
+    out: str
+    kind: str
+    row: int
+    inputs: tuple[str, ...]
+    wt: str | None
+    region: Box
+    line: int = field(default=0, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Div:
     """``DIV tile divisor``: floor-divide the resident output tile (average pooling's last step)."""
 
@@ -240,8 +256,8 @@ class Sync:
     line: int = field(default=0, compare=False)
 
 
-Instruction = Load | Store | Init | Conv | Pool | Add | Div | Sync
-Compute = Conv | Pool | Add
+Instruction = Load | Store | Init | Conv | Pool | Add | Ew | Div | Sync
+Compute = Conv | Pool | Add | Ew
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from tileplan.program.ir import (
     Box,
     Conv,
     Div,
+    Ew,
     Init,
     Instruction,
     Load,
@@ -60,6 +61,9 @@ def instruction_text(ins: Instruction) -> str:
                 f"[{_box(ins.region)}]")
     if isinstance(ins, Add):
         return f"ADD {ins.out} {' '.join(ins.inputs)} [{_box(ins.region)}]"
+    if isinstance(ins, Ew):
+        wt = f" {ins.wt}" if ins.wt else ""
+        return f"EW {ins.out} {ins.kind}/{ins.row} {' '.join(ins.inputs)}{wt} [{_box(ins.region)}]"
     if isinstance(ins, Div):
         return f"DIV {ins.tile} {ins.divisor}"
     return "SYNC"
@@ -208,13 +212,22 @@ def _parse_instruction(ln: _Line) -> Instruction:
             raise ln.fail("ADD takes an output tile, at least one input tile and a region")
         return Add(ln.name(args[0], "output tile"), tuple(ln.name(a, "input tile") for a in args[1:-1]),
                    ln.box(args[-1], 8, "region", "[]"), line=ln.number)
+    if head == "EW":
+        if len(args) < 4 or "/" not in args[1]:
+            raise ln.fail("EW takes an output tile, kind/row (e.g. softmax/16), input tiles [a WEIGHT tile] and a "
+                          "region")
+        kind, _, row = args[1].partition("/")
+        names = [ln.name(a, "tile") for a in args[2:-1]]
+        wt = names.pop() if names and names[-1].startswith("WEIGHT") else None
+        return Ew(ln.name(args[0], "output tile"), kind, ln.integer(row, "row channels"), tuple(names), wt,
+                  ln.box(args[-1], 8, "region", "[]"), line=ln.number)
     if head == "DIV":
         ln.count(3)
         return Div(ln.name(args[0], "output tile"), ln.integer(args[1], "divisor", 1), line=ln.number)
     if head == "SYNC":
         ln.count(1)
         return Sync(line=ln.number)
-    raise ln.fail(f"unknown instruction {head!r}; expected LOAD, STORE, INIT, CONV, POOL, ADD, DIV or SYNC")
+    raise ln.fail(f"unknown instruction {head!r}; expected LOAD, STORE, INIT, CONV, POOL, ADD, EW, DIV or SYNC")
 
 
 class _Parser:

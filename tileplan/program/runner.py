@@ -9,10 +9,10 @@ import numpy as np
 
 from tileplan.dims import Dim
 from tileplan.program.executor import ExecResult, check_size, execute
-from tileplan.program.ir import Pool, Program
+from tileplan.program.ir import Ew, Pool, Program
 from tileplan.program.reference import reference_output
-from tileplan.program.verify import random_operands
-from tileplan.workload.layer import Layer, Precision
+from tileplan.program.verify import outputs_match, random_operands
+from tileplan.workload.layer import Layer, OpKind, Precision
 
 
 def layer_of(program: Program) -> Layer:
@@ -28,9 +28,12 @@ def layer_of(program: Program) -> Layer:
                      out.elem_bytes, psum)
     if program.op.is_pool:
         r, s = _pool_window(program)
+    rows = [ins.row for st in program.streams for ins in st.instructions if isinstance(ins, Ew)]
+    row = rows[0] if rows and program.op in (OpKind.SOFTMAX, OpKind.ROPE) else 0
+    broadcast = weight is not None and program.op in (OpKind.ADD, OpKind.MUL)  # the WEIGHT is a broadcast row
     return Layer(name=program.name, op=program.op, n=n, c_in=g * c, h=h, w=w, k_out=g * k, r=r, s=s, groups=g,
                  stride=program.stride, pad=program.pads, dilation=program.dilation, input_count=len(inputs),
-                 precision=prec)
+                 precision=prec, b_activation=broadcast, row_channels=row)
 
 
 def _pool_window(program: Program) -> tuple[int, int]:
@@ -59,5 +62,5 @@ def run_program(program: Program, *, seed: int = 0) -> RunResult:
     layer = layer_of(program)
     inputs, weight = random_operands(layer, np.random.default_rng(seed))
     result = execute(program, inputs, weight)
-    exact = bool(np.array_equal(result.output, reference_output(layer, inputs, weight)))
+    exact = outputs_match(layer, result.output, reference_output(layer, inputs, weight))
     return RunResult(layer, result, exact)

@@ -11,6 +11,7 @@ from tileplan.arch.spec import Arch
 from tileplan.cost.levels import evaluate_mappings
 from tileplan.cost.problem import Problem
 from tileplan.mapping import Mapping
+from tileplan.program.elementwise import FLOAT_KINDS, ew_kind
 from tileplan.program.executor import ExecResult, execute
 from tileplan.program.generate import generate_program
 from tileplan.program.ir import Program
@@ -27,7 +28,8 @@ class VerifyResult:
     Bytes are DRAM bytes; bursts are TSO bursts (``ceil(run / burst)`` per contiguous run), per
     operand (input, weight, output). Output reads are partial sums read back; output bursts count
     reads and writes. ``aligned_bursts`` (distinct burst-aligned blocks) is informative only.
-    ``bit_exact`` compares the program's output with :func:`reference_output`.
+    ``bit_exact`` compares the program's output with :func:`reference_output` (float kinds: within a
+    relative 1e-9).
     """
 
     layer: str
@@ -93,12 +95,28 @@ def random_operands(layer: Layer, rng: np.random.Generator, low: int = -8, high:
                     ) -> tuple[list[np.ndarray], np.ndarray | None]:
     """Random integer input tensor(s) (N, G*C, H, W) and weight (G*K, C, R, S) in ``[low, high)``."""
     shape = (layer.n, layer.c_in, layer.h, layer.w)
+    wshape = (layer.k_out, layer.c_in // layer.groups, layer.r, layer.s)
+    if is_float(layer):  # softmax, norms, activations, rope: standard normal floats
+        return ([rng.standard_normal(shape) for _ in range(layer.input_count)],
+                rng.standard_normal(wshape) if layer.has_weight_operand else None)
     inputs = [rng.integers(low, high, size=shape, dtype=np.int64) for _ in range(layer.input_count)]
     weight = None
-    if layer.op.multiplies:  # a weight, or a matmul's activation B
-        weight = rng.integers(low, high, size=(layer.k_out, layer.c_in // layer.groups, layer.r, layer.s),
-                              dtype=np.int64)
+    if layer.has_weight_operand:  # a weight, a matmul's activation B, a broadcast row
+        weight = rng.integers(low, high, size=wshape, dtype=np.int64)
     return inputs, weight
+
+
+def is_float(layer: Layer) -> bool:
+    """Whether ``layer``'s program computes in float64 (its output is compared within 1e-9)."""
+    kind = ew_kind(layer)
+    return kind is not None and kind in FLOAT_KINDS
+
+
+def outputs_match(layer: Layer, got: np.ndarray, want: np.ndarray) -> bool:
+    """Equal outputs: bit-exact for integer layers, within a relative 1e-9 for the float kinds."""
+    if is_float(layer):
+        return bool(got.shape == want.shape and np.allclose(got, want, rtol=1e-9, atol=1e-12))
+    return bool(np.array_equal(got, want))
 
 
 def compare(layer: Layer, arch: Arch, mapping: Mapping, program: Program, result: ExecResult,
@@ -111,7 +129,7 @@ def compare(layer: Layer, arch: Arch, mapping: Mapping, program: Program, result
     def ints(values: np.ndarray) -> tuple[int, int, int]:
         return (int(round(values[0])), int(round(values[1])), int(round(values[2])))
 
-    exact = expected is None or bool(np.array_equal(result.output, expected))
+    exact = expected is None or outputs_match(layer, result.output, expected)
     return VerifyResult(layer=problem.layer.name, feasible=bool(cost.feasible[0]), bit_exact=exact,
                         predicted_read_bytes=ints(cost.dram_read_bytes[0]),
                         predicted_write_bytes=int(round(cost.dram_write_bytes[0])),
@@ -135,4 +153,4 @@ def verify_layer(layer: Layer, arch: Arch, mapping: Mapping, *, seed: int = 0) -
     return compare(layer, arch, mapping, program, result, expected)
 
 
-__all__ = ["VerifyResult", "compare", "random_operands", "verify_layer"]
+__all__ = ["VerifyResult", "compare", "outputs_match", "random_operands", "verify_layer"]

@@ -200,7 +200,10 @@ def merge_split_searches(problem: Problem, parts: list[SplitSearch]) -> SearchRe
         from tileplan.search.feasibility import raise_infeasible
 
         raise_infeasible(problem)
-        raise InfeasibleError(f"no mapping of layer {problem.layer.name!r} fits {problem.arch.name}")
+        unit = problem.layer.row_unit
+        why = (f" (a {problem.layer.op.value} tile holds whole rows of {unit} channels, so that one pass computes "
+               f"it; give the buffers room for one row)" if unit > 2 else "")
+        raise InfeasibleError(f"no mapping of layer {problem.layer.name!r} fits {problem.arch.name}{why}")
     top = min(found, key=lambda p: (p.key, p.rank))
     assert top.best is not None
     return SearchResult("exhaustive", top.best[0], top.best[1], sum(p.evaluated for p in parts),

@@ -76,6 +76,9 @@ def split_options(problem: Problem) -> list[tuple[tuple[int, ...], tuple[int, ..
         inner = {d: -(-int(dims[d]) // cl[d]) for d in allowed}
         for co in factorings(cores.cores_per_cluster, inner):
             result.append((cl, co))
+    unit = problem.layer.row_unit  # a row-wise layer's slices of G hold whole rows
+    if unit > 1:
+        result = [(cl, co) for cl, co in result if int(dims[Dim.G]) % (unit * cl[Dim.G] * co[Dim.G]) == 0]
     return result
 
 
@@ -255,6 +258,8 @@ def tile_groups(problem: Problem, grid: CoreGrid, unroll_options: np.ndarray,
             continue
         if len(dims) == 1:
             tiles = np.arange(1, lengths[0] + 1, dtype=np.int64)[:, None]
+            if dims[0] is Dim.G and problem.layer.row_unit > 1:  # whole rows of a row-wise layer per tile
+                tiles = tiles[tiles[:, 0] % problem.layer.row_unit == 0]
         else:
             tiles = np.stack([np.repeat(np.arange(1, lengths[0] + 1, dtype=np.int64), lengths[1]),
                               np.tile(np.arange(1, lengths[1] + 1, dtype=np.int64), lengths[0])], axis=1)

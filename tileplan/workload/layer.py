@@ -133,7 +133,9 @@ class Layer:
     network input); ``input_count`` is how many equally-shaped tensors an ``ADD`` sums.
     ``precision`` is ``None`` until the layer is planned on an accelerator (which supplies it).
     ``out_hw`` is the output rows x columns of a ``DATA_MOVE`` layer (``None`` for every other kind,
-    whose output size follows from the kernel, stride and padding).
+    whose output size follows from the kernel, stride and padding). ``row_channels`` is the number
+    of channels one softmax row spans (its channels are ``groups x keys``) or one rotary head's
+    width (0: all channels); it changes what the program computes, not what the layer costs.
 
     >>> conv = Layer.conv("c1", n=1, c_in=80, h=73, w=73, k_out=192, r=3, s=3, pad=0)
     >>> conv.dims[Dim.P], conv.dims[Dim.K], conv.macs
@@ -161,6 +163,7 @@ class Layer:
     out_hw: tuple[int, int] | None = None
     b_activation: bool = False
     table_rows: int = 0
+    row_channels: int = 0
     dims: dict[Dim, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -194,6 +197,10 @@ class Layer:
         if self.b_activation and self.op not in (OpKind.MATMUL, OpKind.ADD, OpKind.MUL):
             raise WorkloadError(f"{where}: only a matmul's B operand or an add's / mul's broadcast operand can be "
                                 f"an activation (b_activation)")
+        if not isinstance(self.row_channels, int) or isinstance(self.row_channels, bool) or self.row_channels and (
+                self.op not in (OpKind.SOFTMAX, OpKind.ROPE) or self.row_channels < 0 or self.c_in % self.row_channels):
+            raise WorkloadError(f"{where}: row_channels={self.row_channels!r} must be a divisor of the "
+                                f"{self.c_in} channels of a softmax or rope layer (0: all channels)")
         if (self.op is OpKind.EMBEDDING) != (self.table_rows > 0):
             raise WorkloadError(f"{where}: an embedding layer needs table_rows >= 1 (the rows of its weight "
                                 f"table), and only an embedding has one")
@@ -360,6 +367,19 @@ class Layer:
         return ELEMENTWISE_OPS.get(self.op, 1)
 
     @property
+    def row_unit(self) -> int:
+        """Channels (G) a tile or core slice must hold whole multiples of, so that a one-pass program
+        computes it with the one read the model charges: a softmax row (``row_channels``, or all channels),
+        a norm's whole channel vector, rope's channel pairs; 1 for every other kind."""
+        if self.op in SCALED_OPS:
+            return self.groups
+        if self.op is OpKind.SOFTMAX:
+            return self.row_channels or self.groups
+        if self.op is OpKind.ROPE:
+            return 2 if self.groups % 2 == 0 else self.groups
+        return 1
+
+    @property
     def has_weights(self) -> bool:
         """Whether the weight operand is a weight tensor (parameters; a matmul's B may be an activation)."""
         return self.op.has_weights or (self.op is OpKind.MATMUL and not self.b_activation)
@@ -420,7 +440,7 @@ class Layer:
         """Everything planning depends on (not the name or graph edges): equal signatures plan alike."""
         return (self.op, self.n, self.c_in, self.h, self.w, self.k_out, self.r, self.s, self.groups,
                 self.stride, self.pad, self.dilation, self.input_count, self.precision, self.out_hw,
-                self.b_activation, self.table_rows)
+                self.b_activation, self.table_rows, self.row_channels)
 
     def shape_str(self) -> str:
         """Compact human-readable shape, e.g. ``64x56x56 -> 64x56x56 k3x3/s1``."""

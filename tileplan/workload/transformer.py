@@ -47,10 +47,11 @@ def matmul(name: str, *, m: int, k: int, n: int, batch: int = 1, groups: int = 1
 
 
 def elementwise(name: str, kind: str, *, channels: int, rows: int, batch: int = 1, inputs: tuple[str, ...] = (),
-                input_count: int = 1, broadcast: bool = False) -> Layer:
+                input_count: int = 1, broadcast: bool = False, row_channels: int = 0) -> Layer:
     """An element-wise or row-wise layer (``kind``: softmax, layernorm, rmsnorm, gelu, silu, mul, rope, add)
     over a ``batch x channels x rows`` tensor (``input_count`` equally shaped tensors for mul/add; with
-    ``broadcast`` an add or mul also reads one ``channels`` vector broadcast over the rows, e.g. a mask).
+    ``broadcast`` an add or mul also reads one ``channels`` vector broadcast over the rows, e.g. a mask;
+    ``row_channels``: the channels of one softmax row or rope head, 0 for all).
 
     >>> elementwise("ln", "layernorm", channels=768, rows=128).macs == 4 * 768 * 128
     True
@@ -62,7 +63,8 @@ def elementwise(name: str, kind: str, *, channels: int, rows: int, batch: int = 
         raise WorkloadError(f"layer {name!r}: unknown element-wise kind {kind!r}; expected one of "
                             f"{', '.join(_ELEMENTWISE)}")
     return Layer(name=name, op=_ELEMENTWISE[kind], n=batch, c_in=channels, h=rows, w=1, k_out=channels,
-                 groups=channels, inputs=inputs, input_count=input_count, b_activation=broadcast)
+                 groups=channels, inputs=inputs, input_count=input_count, b_activation=broadcast,
+                 row_channels=row_channels)
 
 
 def embedding(name: str, *, rows: int, dim: int, table_rows: int, batch: int = 1) -> Layer:

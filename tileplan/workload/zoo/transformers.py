@@ -37,10 +37,11 @@ class Tokens:
                                 inputs=(src,) if src else ()))
 
     def eltwise(self, name: str, kind: str, srcs: tuple[str, ...], channels: int | None = None,
-                rows: int | None = None, count: int = 1) -> str:
+                rows: int | None = None, count: int = 1, row_channels: int = 0) -> str:
         return self.push(elementwise(name, kind, channels=self.dim if channels is None else channels,
                                      rows=self.rows if rows is None else rows, batch=self.batch,
-                                     inputs=tuple(s for s in srcs if s), input_count=count))
+                                     inputs=tuple(s for s in srcs if s), input_count=count,
+                                     row_channels=row_channels))
 
     def attention(self, prefix: str, x: str, *, heads: int, kv_heads: int, kv: int, cached: bool,
                   rope: bool = False) -> str:
@@ -52,13 +53,13 @@ class Tokens:
         k = self.linear(f"{prefix}.k", x, d, kv_heads * dh)
         v = self.linear(f"{prefix}.v", x, d, kv_heads * dh)
         if rope:
-            q = self.eltwise(f"{prefix}.q_rope", "rope", (q,))
-            k = self.eltwise(f"{prefix}.k_rope", "rope", (k,), channels=kv_heads * dh)
+            q = self.eltwise(f"{prefix}.q_rope", "rope", (q,), row_channels=dh)
+            k = self.eltwise(f"{prefix}.k_rope", "rope", (k,), channels=kv_heads * dh, row_channels=dh)
         g = self.batch * kv_heads
         qk = self.push(matmul(f"{prefix}.qk", m=group * self.rows, k=dh, n=kv, groups=g, b_activation=True,
                               inputs=(q,) if cached else (q, k)))
         sm = self.push(elementwise(f"{prefix}.softmax", "softmax", channels=g * kv, rows=group * self.rows,
-                                   inputs=(qk,)))
+                                   inputs=(qk,), row_channels=kv))
         pv = self.push(matmul(f"{prefix}.pv", m=group * self.rows, k=kv, n=dh, groups=g, b_activation=True,
                               inputs=(sm,) if cached else (sm, v)))
         return self.linear(f"{prefix}.o", pv, d, d)
