@@ -91,7 +91,7 @@ def walk(layer: Layer, mapping: Mapping, *, burst: int, offset: tuple[int, ...] 
     resident: dict[Operand, tuple | None] = {op: None for op in Operand}
     visits: dict[tuple, int] = {}
     evictions: list[tuple] = []
-    has_w = layer.has_weights
+    has_w = layer.has_weight_operand  # a weight, or a matmul's activation B
 
     def loop_range(op: Operand, d: Dim, i: int) -> tuple[int, int]:
         if d in mapping.hoist[op]:

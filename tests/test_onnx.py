@@ -18,6 +18,7 @@ from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.network import Network
 from tileplan.workload.onnx_export import export_onnx, to_onnx
 from tileplan.workload.onnx_import import OnnxFileError, OnnxShapeError, load_onnx
+from tileplan.workload.transformer import elementwise
 
 LATEST = onnx.defs.onnx_opset_version()
 
@@ -114,7 +115,7 @@ def _kitchen_sink(tmp_path: Path, opset: int) -> Path:
         n.append(helper.make_node("Squeeze", ["gap", "ax"], ["sq"]))
     n.append(helper.make_node("Identity", ["sq"], ["id"]))
     n.append(helper.make_node("Gemm", ["id", "wfc", "bfc"], ["fc"], name="fc", transB=1))
-    n.append(helper.make_node("Softmax", ["fc"], ["y"], axis=1))
+    n.append(helper.make_node("Softmax", ["fc"], ["y"], name="softmax", axis=1))
     return _save(tmp_path, n, [_vi("x", [1, 4, 16, 16])], ["y"], inits, opset=opset)
 
 
@@ -128,6 +129,7 @@ def _kitchen_sink_expected() -> Network:
     x = b.pool(b.concat([up, c1], "cat"), "maxpool", 2)
     x = b.global_pool(b.pool(x, "avgpool", 3, stride=1, pad=1, kind="avg"), "gap")
     b.fc(x, "fc", 10)
+    b.layers.append(elementwise("softmax", "softmax", channels=10, rows=1, inputs=("fc",)))  # never free
     return b.build()
 
 
@@ -138,7 +140,7 @@ def test_every_supported_op_at_many_opsets(tmp_path: Path, opset: int) -> None:
     assert _rows(net) == _rows(expected)
     assert [layer.op for layer in net] == [
         OpKind.CONV, OpKind.DEPTHWISE, OpKind.GROUPED_CONV, OpKind.POINTWISE, OpKind.ADD, OpKind.DATA_MOVE,
-        OpKind.CONCAT, OpKind.MAXPOOL, OpKind.AVGPOOL, OpKind.GLOBALPOOL, OpKind.FC]
+        OpKind.CONCAT, OpKind.MAXPOOL, OpKind.AVGPOOL, OpKind.GLOBALPOOL, OpKind.FC, OpKind.SOFTMAX]
     assert net.input_shape == (1, 4, 16, 16) and net.name == "m"
 
 
@@ -201,7 +203,7 @@ def test_residual_add_concat_sum_and_constant_operands(tmp_path: Path) -> None:
 def test_bn_and_activations_fold_into_the_conv(tmp_path: Path) -> None:
     inits = [_zeros("w", [4, 3, 3, 3]), _zeros("w2", [2, 4, 1, 1])] + [_floats(k, [1.0] * 4) for k in "sbmv"]
     inits.append(_floats("slope", [0.1] * 4))
-    chain = ["Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "Tanh", "Softmax", "Identity", "Dropout"]
+    chain = ["Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "Tanh", "Identity", "Dropout"]  # (Softmax: a layer)
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
              helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["t0"]),
              helper.make_node("PRelu", ["t0", "slope"], ["t1"])]
@@ -329,14 +331,14 @@ def test_unsupported_ops_are_all_listed(tmp_path: Path) -> None:
              helper.make_node("Einsum", ["c"], ["e"], name="weird1", equation="nchw->nchw"),
              helper.make_node("MyOp", ["e"], ["m"], name="custom", domain="com.example"),
              helper.make_node("Einsum", ["m"], ["e2"], name="weird2", equation="nchw->nchw"),
-             helper.make_node("MatMul", ["e2", "e2"], ["mm"], name="selfmul"),
+             helper.make_node("Gemm", ["e2", "e2"], ["mm"], name="selfmul"),  # (a MatMul of two: a layer)
              helper.make_node("Relu", ["mm"], ["y"])]
     path = _save(tmp_path, nodes, [_vi("x", [1, 3, 8, 8])], ["y"], inits)
     with pytest.raises(UnsupportedOperatorError) as info:
         load_onnx(path)
     message = str(info.value)
     for piece in ("Einsum (nodes 'weird1', 'weird2')", "com.example.MyOp (node 'custom')",
-                  "MatMul (of two activations) (node 'selfmul')", str(path), "skip_unsupported=True"):
+                  "Gemm (of two activations) (node 'selfmul')", str(path), "skip_unsupported=True"):
         assert piece in message
     with pytest.warns(UserWarning, match="passed through 4 unsupported node"):
         net = load_onnx(path, skip_unsupported=True)

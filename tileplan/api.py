@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tileplan import arch as arch_mod
 from tileplan.arch.overrides import apply_overrides
@@ -28,10 +29,11 @@ from tileplan.errors import InfeasibleError, MappingError, TileplanError, Worklo
 from tileplan.fusion.group import FusedGroup
 from tileplan.fusion.plan import FusionPlan
 from tileplan.fusion.search import GroupResult
+from tileplan.interop.tlyaml import timeloop_keys
+from tileplan.interop.zigzag import is_hardware, is_workload
 from tileplan.mapping import Mapping
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
-from tileplan.report.correlation import Correlation
 from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
 from tileplan.search import run as run_strategy
 from tileplan.search.exhaustive import SplitSearch, merge_split_searches, search_splits
@@ -42,6 +44,9 @@ from tileplan.search.space import split_options
 from tileplan.workload import zoo
 from tileplan.workload.layer import Layer, OpKind, Precision
 from tileplan.workload.network import Network
+
+if TYPE_CHECKING:
+    from tileplan.program.correlation import Correlation
 
 __all__ = ["Mapping", "compare", "evaluate", "load_arch", "load_network", "plan", "plan_layer"]
 
@@ -96,23 +101,50 @@ def check_options(*, strategy: str = "exhaustive", objective: str | Objective = 
 
 
 def load_arch(spec: str | Path | Arch, overrides: Sequence[str] = ()) -> Arch:
-    """An accelerator from an ``Arch``, a preset name, a YAML file or an e-PlaNNer JSON file, with
+    """An accelerator from an ``Arch``, a preset name, a YAML file (tileplan's, a Timeloop v0.4
+    architecture or a ZigZag hardware file) or an e-PlaNNer JSON file, with
     ``overrides`` (``"dram.bandwidth_bytes_per_s=8e9"``, see :mod:`tileplan.arch.overrides`) applied."""
-    arch = spec if isinstance(spec, Arch) else arch_mod.load(spec)
+    if not isinstance(spec, Arch) and "architecture" in timeloop_keys(spec):
+        from tileplan.interop.timeloop_arch import load_timeloop_arch, to_arch
+
+        arch = to_arch(load_timeloop_arch(spec))
+    elif not isinstance(spec, Arch) and is_hardware(spec):
+        from tileplan.interop.zigzag import load_hardware
+
+        arch = load_hardware(spec)
+    else:
+        arch = spec if isinstance(spec, Arch) else arch_mod.load(spec)
     return apply_overrides(arch, overrides) if overrides else arch
 
 
-def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported: bool = False) -> Network:
-    """A network from a ``Network``, a zoo name or an ``.onnx`` file."""
+def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported: bool = False,
+                 seq: int | None = None, kv: int | None = None) -> Network:
+    """A network from a ``Network``, a zoo name, an ``.onnx`` file, a ZigZag workload YAML, or Timeloop
+    v0.4 problem files (one, a comma-separated list, or a folder of them: one layer each); ``seq`` /
+    ``kv`` set a transformer's tokens and KV-cache length (``None``: the network's own)."""
     if isinstance(spec, Network):
         return spec
     check_options(batch=batch)
     text = str(spec)
+    parts = text.split(",")
+    if Path(text).is_dir() or all("problem" in timeloop_keys(p) for p in parts):
+        from tileplan.interop.timeloop_problem import load_problems
+
+        network = load_problems(list(parts))
+        return network if batch == 1 else Network(network.name, tuple(replace(la, n=la.n * batch) for la in
+                                                                       network.layers), network.input_shape)
+    if is_workload(text):
+        from tileplan.interop.zigzag import load_workload
+
+        return load_workload(text)
     if text.lower().endswith(".onnx") or Path(text).is_file():
         from tileplan.workload.onnx_import import load_onnx
 
-        return load_onnx(text, batch=batch if batch != 1 else None, skip_unsupported=skip_unsupported)
-    return zoo.get(text, batch=batch)
+        if kv is not None:
+            raise WorkloadError(f"{text}: --kv is for the zoo's decode networks; an ONNX export's KV cache "
+                                f"length is its past_key_values shape (give --seq for a dynamic one)")
+        return load_onnx(text, batch=batch if batch != 1 else None, skip_unsupported=skip_unsupported, seq=seq)
+    return zoo.get(text, batch=batch, seq=seq, kv=kv)
 
 
 def _precision(arch: Arch, precision_bytes: int | None) -> Precision:
@@ -189,6 +221,37 @@ def evaluate(layer: Layer, arch: str | Path | Arch, mapping: Mapping, *,
     return LayerCost.from_batch(costs, 0, a.dram_bytes_per_cycle)
 
 
+def timeloop_mapping(layer: Layer, arch: str | Path, mapping: str | Path, *, dram_only: bool = False
+                     ) -> tuple[Arch, Mapping]:
+    """The tileplan accelerator and mapping of a Timeloop mapping file for ``layer`` on the Timeloop
+    architecture file ``arch`` (see :func:`tileplan.interop.timeloop.read_mapping`)."""
+    from tileplan.interop.timeloop import read_mapping
+
+    return read_mapping(layer, arch, mapping, dram_only=dram_only)
+
+
+def multi_level_strategy(strategy: str) -> bool:
+    """Whether ``strategy`` chooses multi-level mappings (an on-chip level below the DRAM tiles)."""
+    return strategy in LEVEL_STRATEGIES
+
+
+def write_timeloop(plan: NetworkPlan, network: Network, arch: str | Path, folder: str | Path) -> list[Path]:
+    """Write every planned layer of ``plan`` as ``LAYER.problem.yaml`` and ``LAYER.map.yaml`` (Timeloop
+    v0.4) into ``folder``, for the Timeloop architecture file ``arch``; returns the paths written."""
+    from tileplan.interop.timeloop import write_files
+
+    return write_files([(network[lp.name], lp.mapping) for lp in plan.layers if lp.mapping is not None], arch,
+                       folder)
+
+
+def write_zigzag(plan: NetworkPlan, network: Network, arch: Arch, folder: str | Path) -> list[Path]:
+    """Write the planned layers of ``plan`` as ZigZag inputs (workload, hardware, mapping YAML)."""
+    from tileplan.interop.zigzag_mapping import write_files
+
+    return write_files([(network[lp.name], lp.mapping) for lp in plan.layers if lp.mapping is not None], arch,
+                       folder)
+
+
 def plan_layer(layer: Layer, arch: Arch, *, strategy: str = "exhaustive", objective: str | Objective = "latency",
                budget: int = 20_000, seed: int = 0, dram_model: str = "burst",
                options: dict[str, Any] | None = None) -> LayerPlan:
@@ -212,7 +275,7 @@ def _trivial_plan(layer: Layer, arch: Arch, strategy: str) -> LayerPlan | None:
     if not layer.moves_data:
         return LayerPlan(layer.name, layer.op.value, layer.shape_str(), None, LayerCost.zero(), 0, 0, strategy,
                          0, 0.0, 0.0)
-    if layer.op is OpKind.DATA_MOVE:
+    if layer.op in (OpKind.DATA_MOVE, OpKind.EMBEDDING):
         compulsory = compulsory_bytes(layer)
         return LayerPlan(layer.name, layer.op.value, layer.shape_str(), None, streaming_copy(layer, arch),
                          compulsory, compulsory, "stream", 0, 1.0, 0.0)
@@ -297,7 +360,7 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
     """
     obj = check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch)
     a = load_arch(arch)
-    net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
+    net, precision_source = _network_precision(load_network(network, batch=batch), a, precision_bytes)
     owner: dict[tuple[object, ...], str] = {}
     todo: list[Layer] = []
     for layer in net.layers:
@@ -313,7 +376,7 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
     try:
         parts = [_parts(layer, a, strategy, workers, dram_model, len(todo)) for layer in todo]
         cost = [_estimate(layer, strategy) if workers > 1 else 0.0 for layer in todo]
-        with shared_values(len(todo)) as path:
+        with shared_values(len(todo) if max(parts, default=1) > 1 else 0) as path:
             # Big layers first, each as ``parts`` items: their parts then run side by side; then the
             # costliest first, so that no big layer is left to run alone at the end.
             args: list[_Item] = []
@@ -349,8 +412,20 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                                  cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
                        {"batch": net.batch, "precision_bytes": precision_bytes or a.precision_bytes,
+                        "precision_source": precision_source,
                         "psum_bytes": a.psum_bytes or precision_bytes or a.precision_bytes,
                         "dram_model": dram_model, "dram_burst_bytes": a.dram.burst_bytes, **(options or {})})
+
+
+def _network_precision(net: Network, arch: Arch, precision_bytes: int | None) -> tuple[Network, str]:
+    """``net`` with every layer's precision set, and where it came from: ``precision_bytes`` (the
+    ``--precision`` option) overrides everything; else a layer keeps the precision its ONNX element
+    types gave (fp16 / bf16 / int8 exports) and the others take the accelerator's."""
+    if precision_bytes:
+        forced = _precision(arch, precision_bytes)
+        return replace(net, layers=tuple(replace(x, precision=forced) for x in net.layers)), "--precision"
+    typed = any(x.precision is not None for x in net.layers)
+    return net.with_precision(_precision(arch, None)), "onnx element types" if typed else "arch"
 
 
 def strategy_options(*, fix_partition: str | None = None, fix_schedule: str | None = None,
@@ -475,21 +550,42 @@ def operand_names() -> list[str]:
     return [op.label for op in OPERANDS]
 
 
+def _read_plan(path: Path) -> NetworkPlan:
+    """The per-layer plan in the JSON file ``path`` (errors name the file and say what it holds)."""
+    import json
+
+    from tileplan.files import read_text_input
+
+    text = read_text_input(path, "plan file (JSON)")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise TileplanError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+    except RecursionError:
+        raise TileplanError(f"{path}: nested too deeply to be a plan file") from None
+    if isinstance(data, dict) and "groups" in data and "base" in data:
+        raise TileplanError(f"{path} is a fused plan (`plan --fuse`): fused groups have no per-layer time to "
+                            f"correlate; give a plan written by `tileplan plan --json` without --fuse")
+    if not isinstance(data, dict):
+        raise TileplanError(f"{path}: not a tileplan plan file (expected a JSON object, as `tileplan plan --json` "
+                            f"writes)")
+    try:
+        return NetworkPlan.from_dict(data)
+    except TileplanError as err:
+        raise TileplanError(f"{path}: {err}") from None
+
+
 def correlate(plan: NetworkPlan | str | Path, measured: dict[str, float] | str | Path | None = None, *,
               time_c: bool = False, repeats: int = 3, log: Callable[[str], None] | None = None) -> Correlation:
     """Pearson correlation of a plan's modelled per-layer times with measured ones (e-PlaNNer Fig.
     6.3): ``measured`` is ``{layer: seconds}`` or a ``layer,seconds`` CSV; with ``time_c`` the plan's
     generated C programs are compiled and timed on this CPU instead (zoo networks only)."""
+    from tileplan.program.correlation import correlate as pair
+    from tileplan.program.correlation import read_measured
     from tileplan.program.ctime import time_layers
-    from tileplan.report.correlation import correlate as pair
-    from tileplan.report.correlation import read_measured
 
     if not isinstance(plan, NetworkPlan):
-        try:
-            text = Path(plan).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise TileplanError(f"cannot read plan {plan}: {err}") from None
-        plan = NetworkPlan.from_json(text)
+        plan = _read_plan(Path(plan))
     if time_c:
         times = time_layers(load_network(plan.network), load_arch(plan.arch), plan, repeats=repeats, log=log)
     elif measured is None:

@@ -14,6 +14,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from tileplan.files import csv_row
 from tileplan.plan import LayerCost, NetworkPlan
 from tileplan.search.objective import Objective
 
@@ -135,7 +136,7 @@ class Comparison:
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=["layer", "strategy", *METRICS, "ratio"])
         writer.writeheader()
-        writer.writerows(asdict(r) for r in self.rows)
+        writer.writerows(csv_row(asdict(r)) for r in self.rows)
         return buf.getvalue()
 
 

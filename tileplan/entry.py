@@ -13,14 +13,19 @@ _FIRST: list[float] = []  # when the Ctrl-C being handled arrived (monotonic sec
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
-    """Ctrl-C: stop the work (``KeyboardInterrupt``). Another Ctrl-C within 2 s is ignored, so it
-    cannot break the clean-up (cancelling queued work, ending worker processes, removing temp
-    files); a later one interrupts again (in case a library swallowed the first)."""
+    """Ctrl-C: stop the work (``KeyboardInterrupt``); SIGTERM and SIGHUP the same way (``Stopped``,
+    exit 143 and 129). Another stop within 2 s is ignored, so it cannot break the clean-up
+    (cancelling queued work, ending worker processes, removing temp files); a later one interrupts
+    again (in case a library swallowed the first)."""
     now = time.monotonic()
     if _FIRST and now - _FIRST[0] < 2.0:
         return
     _FIRST[:] = [now]
-    raise KeyboardInterrupt
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    from tileplan.errors import Stopped
+
+    raise Stopped(signum)
 
 
 def main() -> None:
@@ -32,15 +37,17 @@ def main() -> None:
     (those products sum integer counts)."""
     for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-    signal.signal(signal.SIGINT, _on_sigint)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _on_sigint)
     try:
         from tileplan.cli import run
 
         code = run()
-    except KeyboardInterrupt:  # before or after a command's own guard
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except KeyboardInterrupt as exc:  # before or after a command's own guard
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
         print("interrupted", file=sys.stderr)
-        code = 130
+        code = 128 + int(getattr(exc, "signum", signal.SIGINT))
     sys.exit(code)
 
 

@@ -60,6 +60,28 @@ def _count(value: object, what: str) -> int:
     return value
 
 
+#: The JSON shape of each mapping field, and an example of it for messages.
+_SHAPES: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "tiles": (dict, '{"K": 4, "C": 8}'), "order": ((list, str), '"NKCPQRS" or ["N", "K", ...]'),
+    "hoist": (dict, '{"weight": ["K"]}'), "split": (dict, '{"clusters": {"K": 2}}'),
+    "spatial": (list, '[{"C": 4}, {"K": 4}]'), "layouts": (dict, '{"input": "NCHW"}'),
+    "levels": (list, '[{"tiles": {...}, "fanout": {...}}]')}
+
+
+def _check_shapes(data: dict[str, Any]) -> None:
+    """Each field has the JSON type it needs (a list where an object belongs is named as such)."""
+    for key, (kind, example) in _SHAPES.items():
+        if key in data and not isinstance(data[key], kind):
+            names: dict[type, str] = {list: "a list", dict: "an object", str: "a string"}
+            got = names.get(type(data[key]), repr(data[key]))
+            raise MappingError(f"mapping field {key!r} must be like {example}, got {got}")
+    for key, inner in (("split", dict), ("spatial", dict), ("levels", dict)):
+        values = data.get(key, {})
+        items = values.values() if isinstance(values, dict) else values
+        if not all(isinstance(v, inner) for v in items):
+            raise MappingError(f"mapping field {key!r} must be like {_SHAPES[key][1]}: each entry an object")
+
+
 @dataclass(frozen=True, slots=True)
 class Level:
     """One level below its parent tile: per dimension, the tile a child memory holds (a PE's L1;
@@ -224,6 +246,7 @@ class Mapping:
         extra = set(data) - known
         if extra:
             raise MappingError(f"mapping has unknown fields {sorted(extra)}; known: {sorted(known)}")
+        _check_shapes(data)
         try:
             tiles_in = {Dim.parse(k): _count(v, f"tile {k}") for k, v in data.get("tiles", {}).items()}
             tiles = tuple(tiles_in.get(d, dims[d] if dims else 1) for d in DIMS)

@@ -189,8 +189,9 @@ class NetworkPlan:
                                         cost=LayerCost(**cost), **rest))
             top = {k: v for k, v in data.items() if k not in ("layers", "ctc")}  # ctc is derived
             return cls(layers=tuple(layers), **top)
-        except (KeyError, TypeError) as err:
-            raise TileplanError(f"not a tileplan plan file ({err})") from None
+        except (KeyError, TypeError, AttributeError, ValueError) as err:
+            raise TileplanError(f"not a tileplan plan file, as `tileplan plan --json` writes (problem: "
+                                f"{type(err).__name__} {err})") from None
 
     @classmethod
     def from_json(cls, text: str) -> NetworkPlan:

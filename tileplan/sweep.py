@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 from tileplan.arch.overrides import apply_overrides, parse_override, parse_value
 from tileplan.arch.spec import Arch
 from tileplan.errors import ConfigError, TileplanError
+from tileplan.files import csv_cell
 from tileplan.report.files import write_text_atomic
 
 #: Result columns of every row, after the point's parameters.
@@ -58,7 +59,8 @@ class SweepPoint:
 
     def key(self) -> tuple[str, ...]:
         """The point's parameters as they appear in the CSV."""
-        return (str(self.index), self.model, self.strategy, self.objective, *(v for _, v in self.settings))
+        return tuple(str(csv_cell(v)) for v in (str(self.index), self.model, self.strategy, self.objective,
+                                                 *(v for _, v in self.settings)))
 
 
 def split_values(text: str) -> list[str]:
@@ -120,9 +122,12 @@ class Sweep:
         from tileplan.search import STRATEGIES
         from tileplan.workload import zoo
 
+        if not (self.models and self.strategies and self.objectives):
+            raise TileplanError("the sweep has 0 points: give at least one model, strategy and objective")
         for s in self.strategies:
             if s not in STRATEGIES:
                 raise TileplanError(f"unknown strategy {s!r}; choose from {', '.join(STRATEGIES)}")
+            api.check_options(strategy=s, budget=self.budget, seed=self.seed, batch=self.batch)
         for o in self.objectives:
             if o not in api.OBJECTIVES:
                 raise TileplanError(f"unknown objective {o!r}; choose {', '.join(api.OBJECTIVES)}")
@@ -159,17 +164,20 @@ def read_done(path: Path, sweep: Sweep) -> dict[int, list[str]]:
     Raise if the file holds another sweep (other columns, or a row whose parameters differ)."""
     if not path.exists() or path.stat().st_size == 0:
         return {}
+    check_sweep_file(path)
     data = path.read_bytes()
+    try:
+        header = next(csv.reader(io.StringIO(data[: data.find(b"\n") + 1].decode())), [])
+    except UnicodeDecodeError:
+        header = []
+    if header != sweep.columns:  # checked before the file is touched (it may be someone's notes)
+        raise TileplanError(f"{path} holds another sweep (columns {', '.join(header)}); give another file or "
+                            f"remove it")
     if not data.endswith(b"\n"):  # a row half written when the sweep was killed
         data = data[: data.rfind(b"\n") + 1]
         with open(path, "r+b") as fh:
             fh.truncate(len(data))
     rows = list(csv.reader(io.StringIO(data.decode())))
-    if not rows:
-        return {}
-    if rows[0] != sweep.columns:
-        raise TileplanError(f"{path} holds another sweep (columns {', '.join(rows[0])}); give another file or "
-                            f"remove it")
     points = sweep.points()
     done: dict[int, list[str]] = {}
     nkey = len(sweep.columns) - len(METRICS)
@@ -182,6 +190,40 @@ def read_done(path: Path, sweep: Sweep) -> dict[int, list[str]]:
             raise TileplanError(f"{path} holds another sweep (row {row[:nkey]} is not on this grid)")
         done[point.index] = row
     return done
+
+
+def check_sweep_file(path: str | Path) -> None:
+    """Refuse, before anything is written, a results file that exists but is no sweep CSV (someone's
+    notes must not be appended to or truncated) or is not a regular file (a sweep reads its rows
+    back to resume)."""
+    target = Path(path)
+    if not target.exists():
+        return
+    if not target.is_file():
+        raise TileplanError(f"--output {target} is not a regular file: a sweep appends its rows to a file and "
+                            f"reads them back to resume; give a .csv file name")
+    with open(target, "rb") as fh:
+        head = fh.read(len("point,model,strategy,objective,"))
+    if head and head != b"point,model,strategy,objective,":
+        raise TileplanError(f"--output {target} exists and is not a tileplan sweep CSV (it does not start with "
+                            f"point,model,strategy,objective); give another file name, it was not changed")
+
+
+def check_ray_address(address: str | None, *, timeout_s: float = 5.0) -> None:
+    """Fail within ``timeout_s`` when a Ray address (``host:port``) does not answer (Ray itself retries
+    for ever)."""
+    if not address or address == "auto" or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise TileplanError(f"--address {address!r}: expected HOST:PORT of a Ray cluster's head (e.g. 10.0.0.5:6379)")
+    import socket
+
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as err:
+        raise TileplanError(f"--address {address}: no Ray cluster answers there ({err.strerror or err}); start one "
+                            f"with `ray start --head` or leave out --address for a local one") from None
 
 
 def _local(jobs: list[tuple[Sweep, SweepPoint]], workers: int) -> Iterator[tuple[int, list[str]]]:
@@ -199,11 +241,13 @@ def _ray(jobs: list[tuple[Sweep, SweepPoint]], workers: int, address: str | None
     if started:
         try:
             if address:
+                check_ray_address(address)
                 ray.init(address=address, include_dashboard=False, log_to_driver=False)
             else:
                 ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-        except (ConnectionError, RuntimeError, ValueError) as err:
-            raise TileplanError(f"cannot start or reach Ray at {address or 'a local cluster'}: {err}") from None
+        except Exception as err:  # noqa: BLE001 - Ray raises bare Exception on a start-up timeout
+            raise TileplanError(f"cannot start or reach Ray at {address or 'a local cluster'}: "
+                                f"{' '.join(str(err).split())[:300]}") from None
     remote = ray.remote(num_cpus=1, max_retries=1)(run_point)
     refs = {remote.remote(job): i for i, job in enumerate(jobs)}
     pending = list(refs)

@@ -16,7 +16,8 @@ import yaml
 from pydantic import ValidationError
 
 from tileplan.arch.spec import Arch
-from tileplan.errors import ConfigError
+from tileplan.errors import ConfigError, TileplanError
+from tileplan.files import read_text_input
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -27,6 +28,9 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     mapping: dict[Any, Any] = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, str | int | float | bool) and key is not None:
+            raise ConfigError(f"a key at line {key_node.start_mark.line + 1} is a {type(key).__name__}: keys must "
+                              f"be plain names")
         if key in mapping:
             raise ConfigError(f"duplicate key {key!r} at line {key_node.start_mark.line + 1}")
         mapping[key] = loader.construct_object(value_node, deep=deep)
@@ -46,7 +50,12 @@ def _format_errors(source: str, err: ValidationError) -> str:
         elif e["type"] == "missing":
             msg = "required field is missing"
         lines.append(f"{source}: {path}: {msg}")
+    if len(lines) > _MAX_ERRORS:  # a generated or hostile file: the first few say what is wrong
+        lines[_MAX_ERRORS:] = [f"{source}: and {len(lines) - _MAX_ERRORS} more problems"]
     return "\n".join(lines)
+
+
+_MAX_ERRORS = 8
 
 
 def from_dict(data: Any, source: str = "<dict>") -> Arch:
@@ -63,15 +72,15 @@ def load_yaml(path: str | Path) -> Arch:
     """Load an accelerator from a YAML file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read accelerator file ({err.strerror})") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a text file (an accelerator description is UTF-8 YAML)") from None
+        text = read_text_input(path, "accelerator file")
+    except TileplanError as err:
+        raise ConfigError(str(err)) from None
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
     except ConfigError as err:
         raise ConfigError(f"{path}: {err}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be an accelerator description") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -90,13 +99,13 @@ def load_eplanner_json(path: str | Path, *, precision_bytes: int = 4, name: str 
     """
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not a text file (e-PlaNNer hardware files are UTF-8 JSON)") from None
+        data = json.loads(read_text_input(path, "e-PlaNNer hardware file"))
+    except TileplanError as err:
+        raise ConfigError(str(err)) from None
     except json.JSONDecodeError as err:
         raise ConfigError(f"{path}: malformed JSON at line {err.lineno}: {err.msg}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be an e-PlaNNer hardware file") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object with bandwidth, frequency, mem_size, pe_len and "
                           f"pe_mapping, got {type(data).__name__}")
@@ -105,8 +114,8 @@ def load_eplanner_json(path: str | Path, *, precision_bytes: int = 4, name: str 
     if missing:
         raise ConfigError(f"{path}: e-PlaNNer config is missing {', '.join(missing)}")
     try:
-        in_b, wt_b, out_b = (int(float(v) * 1024) for v in data["mem_size"])
-        width, height = (int(v) for v in data["pe_len"])
+        in_b, wt_b, out_b = (int(_number(v, "mem_size") * 1024) for v in data["mem_size"])
+        width, height = (_whole(v) for v in data["pe_len"])
         cols, rows = data["pe_mapping"]
         col_dims = [_EPLANNER_DIMS.get(str(d).upper(), str(d)) for d in cols]
         row_dims = [_EPLANNER_DIMS.get(str(d).upper(), str(d)) for d in rows]
@@ -116,7 +125,7 @@ def load_eplanner_json(path: str | Path, *, precision_bytes: int = 4, name: str 
     numbers = {}
     for key, unit in (("bandwidth", "GB/s"), ("frequency", "GHz")):
         try:
-            numbers[key] = float(data[key])
+            numbers[key] = _number(data[key], key)
         except (TypeError, ValueError):
             raise ConfigError(f"{path}: {key} must be a number in {unit}, got {data[key]!r}") from None
     arch = {
@@ -137,6 +146,20 @@ def load_eplanner_json(path: str | Path, *, precision_bytes: int = 4, name: str 
         ]},
     }
     return from_dict(arch, str(path))
+
+
+def _number(value: Any, key: str) -> float:
+    """A number of an e-PlaNNer JSON file (a number in a string is accepted; true/false are not)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{key} must hold numbers, got {str(value).lower()}")
+    return float(value)
+
+
+def _whole(value: Any) -> int:
+    """An integer from an integer (or integral float) of a JSON file; 16.7 or true is an error."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not float(value).is_integer():
+        raise ValueError(f"pe_len must hold whole numbers, got {value!r}")
+    return int(value)
 
 
 def preset_names() -> list[str]:

@@ -13,14 +13,23 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, field_validator, model_validator
 
 from tileplan.dims import Dim, Operand
+from tileplan.errors import printable
 
 
 def _num(value: float) -> str:
     return str(int(value)) if math.isfinite(value) and float(value).is_integer() and abs(value) < 1e9 else f"{value:g}"
 
 
+def _not_bool(value: object) -> object:
+    """``true`` is not the number 1: a yes/no where a number belongs is an error, not a coercion."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, got {str(value).lower()}")
+    return value
+
+
 def _integral(value: object) -> object:
     """YAML reads ``1e6`` as a string and ``1.0e6`` as a float: let both be integers when they are."""
+    _not_bool(value)
     if isinstance(value, str):
         try:
             value = float(value)
@@ -45,10 +54,10 @@ def _within(lo: float, hi: float, text: str) -> AfterValidator:
 # Sane ranges: generous for any real machine, tight enough that a typo (a missing "e9", an extra
 # zero) is caught here instead of printing 300-digit numbers, a false "no mapping fits" or running
 # out of memory in the search.
-Hz = Annotated[float, _within(1e3, 1e11, "1e3 and 1e11 Hz (1 kHz to 100 GHz)")]
-BytesPerS = Annotated[float, _within(1e3, 1e15, "1e3 and 1e15 bytes/s (1 kB/s to 1 PB/s)")]
-Picojoules = Annotated[float, _within(0, 1e6, "0 and 1e6 pJ")]
-Nanoseconds = Annotated[float, _within(0, 1e6, "0 and 1e6 ns (1 ms)")]
+Hz = Annotated[float, BeforeValidator(_not_bool), _within(1e3, 1e11, "1e3 and 1e11 Hz (1 kHz to 100 GHz)")]
+BytesPerS = Annotated[float, BeforeValidator(_not_bool), _within(1e3, 1e15, "1e3 and 1e15 bytes/s (1 kB/s to 1 PB/s)")]
+Picojoules = Annotated[float, BeforeValidator(_not_bool), _within(0, 1e6, "0 and 1e6 pJ")]
+Nanoseconds = Annotated[float, BeforeValidator(_not_bool), _within(0, 1e6, "0 and 1e6 ns (1 ms)")]
 MemoryBytes = Annotated[int, BeforeValidator(_integral), _within(1, 2**40, "1 and 2**40 bytes (1 TiB)")]
 BurstBytes = Annotated[int, BeforeValidator(_integral), _within(1, 2**20, "1 and 2**20 bytes (1 MiB)")]
 RegisterBytes = Annotated[int, BeforeValidator(_integral), _within(0, 2**30, "0 and 2**30 bytes (1 GiB)")]
@@ -56,6 +65,8 @@ Lanes = Annotated[int, BeforeValidator(_integral), _within(1, 65536, "1 and 6553
 CoreCount = Annotated[int, BeforeValidator(_integral), _within(1, 1024, "1 and 1024")]
 Small = Annotated[int, BeforeValidator(_integral), _within(1, 1024, "1 and 1024")]
 Precision = Annotated[int, BeforeValidator(_integral), _within(1, 8, "1 and 8 bytes per element")]
+#: A name or description read from a file: control characters escaped (see ``errors.printable``).
+Name = Annotated[str, AfterValidator(printable)]
 PsumBytes = Annotated[int, BeforeValidator(_integral), _within(0, 8, "0 (the data width) and 8 bytes per element")]
 MAX_CORES = 1024
 MAX_PES_PER_CORE = 1 << 20
@@ -77,7 +88,7 @@ class Dram(_Frozen):
 class Memory(_Frozen):
     """An on-chip buffer holding the tiles of ``operands`` (one operand: dedicated; several: shared)."""
 
-    name: str
+    name: Name
     operands: tuple[str, ...]
     size_bytes: MemoryBytes
     energy_pj_per_byte: Picojoules = 0.0
@@ -137,7 +148,7 @@ class Axis(_Frozen):
     128-bit datapath doing 16 8-bit or 8 16-bit MACs per cycle.
     """
 
-    name: str
+    name: Name
     size: Lanes | None = None
     size_by_precision: dict[Precision, Lanes] | None = None
     dims: tuple[str, ...]
@@ -213,8 +224,8 @@ class Energy(_Frozen):
 class Arch(_Frozen):
     """A whole accelerator: clock, DRAM, on-chip memories, cores, PE array, register file, NoC."""
 
-    name: str
-    description: str = ""
+    name: Name
+    description: Name = ""
     clock_hz: Hz
     precision_bytes: Precision = 1
     #: Bytes per partial sum (the accumulator width: what a spilled partial sum moves to and from

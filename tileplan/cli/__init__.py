@@ -20,12 +20,13 @@ from tileplan.cli import (  # noqa: F401  (importing a command module registers 
     sweep_cmd,
 )
 from tileplan.cli.app import app, err, interrupt_reported, out
+from tileplan.errors import Stopped, printable, stop_exit_code
 
-__all__ = ["app", "main", "run"]
+__all__ = ["app", "run"]
 
 
 def _one_line(message: str) -> None:
-    err.print(Text.assemble(("error:", "bold red"), " ", " ".join(message.split())), highlight=False,
+    err.print(Text.assemble(("error:", "bold red"), " ", printable(" ".join(message.split()))), highlight=False,
               soft_wrap=True)
 
 
@@ -33,6 +34,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     """Run the command line (``argv`` without the program name; default ``sys.argv[1:]``) and return
     its exit code. Usage errors and unexpected failures are one line on stderr, never a traceback
     (set ``TILEPLAN_DEBUG=1`` to see the traceback of an unexpected failure)."""
+    Stopped.last_signum = 0  # a stop signal of an earlier run in this process says nothing about this one
     try:
         code = app(args=list(argv) if argv is not None else None, prog_name="tileplan", standalone_mode=False)
     except Exception as exc:
@@ -52,16 +54,5 @@ def run(argv: Sequence[str] | None = None) -> int:
         return 1
     if code == 130 and not interrupt_reported():  # Ctrl-C outside a command's guard (typer's 130)
         err.print("interrupted", highlight=False)
+        code = stop_exit_code()  # 143 / 129 when it was SIGTERM / SIGHUP
     return code if isinstance(code, int) else 0
-
-
-def main() -> None:
-    """Console entry point (the installed script is ``tileplan.entry:main``, which sets up Ctrl-C
-    handling before this package is imported)."""
-    from tileplan.entry import main as entry_main
-
-    entry_main()
-
-
-if __name__ == "__main__":
-    main()

@@ -9,16 +9,16 @@ import sys
 import threading
 from collections.abc import Callable
 from functools import cache
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from tileplan.errors import TileplanError
-from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
-from tileplan.search.objective import Objective
+from tileplan.errors import TileplanError, printable, stop_exit_code
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Plan, cost and verify CNN layers on memory-constrained accelerators.")
@@ -36,11 +36,23 @@ _REPORTED: list[bool] = []  # "interrupted" printed (so that it is printed once)
 
 ARCH_HELP = "Preset name (see `tileplan arch list`), YAML file, or e-PlaNNer JSON file."
 MODEL_HELP = "Zoo network name (see `tileplan zoo list`) or an .onnx file."
-STRATEGY_HELP = ("Search strategy: " + " | ".join(STRATEGIES) + "; multi-level (MARVEL, an on-chip level below "
-                 "the DRAM tiles): " + " | ".join(LEVEL_STRATEGIES) + "; with --fuse also ye | superslash | hwff.")
+# The names in the help are written here, not read from ``tileplan.search`` and ``api``: the command line
+# answers --help and argument errors without importing the model (tests/test_cli_startup.py checks that
+# these lists are the registries' own).
+STRATEGY_NAMES = ("exhaustive", "random", "tso", "tso-noburst", "eplanner", "eplanner-strict", "zhang", "ma",
+                  "smartshuttle-rules", "ir", "wr", "pr", "smartshuttle")
+LEVEL_STRATEGY_NAMES = ("marvel", "marvel-joint", "marvel-random", "rs", "nvdla", "shidiannao")
+FUSION_STRATEGY_NAMES = ("ye", "superslash", "hwff")
+OBJECTIVE_NAMES = ("latency", "energy", "edp", "dram", "perf-per-byte")
+STRATEGY_HELP = ("Search strategy: " + " | ".join(STRATEGY_NAMES) + "; multi-level (MARVEL, an on-chip level "
+                 "below the DRAM tiles): " + " | ".join(LEVEL_STRATEGY_NAMES) + "; with --fuse also "
+                 + " | ".join(FUSION_STRATEGY_NAMES) + ".")
+SEQ_HELP = ("Tokens per sequence of a transformer (zoo: bert-base, gpt2, llama3-8b-block; an .onnx file with a "
+            "dynamic sequence length).")
+KV_HELP = "Cached tokens a decode network attends over (gpt2-decode, llama3-8b-block-decode)."
 NO_PRUNE_HELP = ("marvel*: switch a pruning option off (repeatable): divisors | offchip-divisors | unroll-rs | "
                  "symmetry | layouts | utilization | bound.")
-OBJECTIVE_HELP = "What the search minimises: " + " | ".join(o.value for o in Objective) + "."
+OBJECTIVE_HELP = "What the search minimises: " + " | ".join(OBJECTIVE_NAMES) + "."
 SET_HELP = ("Change one field of the machine, PATH=VALUE (repeatable): dram.bandwidth_bytes_per_s=8e9, "
             "memories.input.size_bytes=16KiB, pe_array.axes.rows.size=8.")
 PSUM_HELP = ("Bytes per partial sum (1 to 8): the accumulator width that partial sums spilled to DRAM move "
@@ -54,18 +66,20 @@ def machine_sets(sets: list[str] | None, psum_bytes: int | None) -> list[str]:
 
 def _fail(message: str) -> NoReturn:
     """Print ``error: message`` as one line (never interpreted as rich markup) and exit with 2."""
-    err.print(Text.assemble(("error:", "bold red"), " ", message.replace("\n", "; ")), highlight=False,
+    err.print(Text.assemble(("error:", "bold red"), " ", printable(message.replace("\n", "; "))), highlight=False,
               soft_wrap=True)
     raise typer.Exit(code=2)
 
 
-def _interrupted() -> NoReturn:
-    """Ctrl-C: the work has been stopped (workers ended, nothing written); say so and exit with 130."""
+def _interrupted(exc: BaseException | None = None) -> NoReturn:
+    """Ctrl-C (or SIGTERM, SIGHUP): the work has been stopped (workers ended, nothing written); say so
+    and exit with 128 + the signal (130, 143, 129)."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not break the way out
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # a second one must not break the way out
+            signal.signal(sig, signal.SIG_IGN)
     err.print("interrupted", highlight=False)
     _REPORTED.append(True)
-    raise typer.Exit(code=130)
+    raise typer.Exit(code=stop_exit_code(exc))
 
 
 def interrupt_reported() -> bool:
@@ -78,23 +92,42 @@ def _guard(fn: Callable[[], Any]) -> Any:
         return fn()
     except TileplanError as exc:
         _fail(str(exc))
-    except KeyboardInterrupt:
-        _interrupted()
+    except KeyboardInterrupt as exc:
+        _interrupted(exc)
 
 
 @cache
 def _compile_note() -> None:
     """Before a command that plans (once per process): when the compiled loops are not built yet (a
     fresh install that skipped ``make venv``), start building them in the background and say so."""
-    from tileplan.cost import compiled
+    from tileplan.cost import jit
+    from tileplan.warmup import compile_in_background
 
-    if compiled.compile_in_background():
+    started = compile_in_background()
+    for index, problem in jit.HEALED:
+        err.print(f"note: removed a corrupt numba cache file ({os.path.basename(index)}: {problem}); it is rebuilt "
+                  f"in the background", highlight=False, markup=False)
+    if started:
         err.print("note: compiling tileplan's cost kernel in the background (once per install, about 2 minutes; "
-                  "`python -m tileplan.cost.compiled` does it in the foreground); until it is ready the same "
+                  "`python -m tileplan.warmup` does it in the foreground); until it is ready the same "
                   "numbers come from its slower numpy twin", highlight=False, markup=False)
 
 
+def check_names(strategies: tuple[str, ...] = (), objective: str | None = None) -> None:
+    """Reject an unknown strategy or objective name before the command imports the model (the API
+    checks the rest, e.g. that a fused strategy needs --fuse); exit 2 with one line, as ``_guard``."""
+    known = (*STRATEGY_NAMES, *LEVEL_STRATEGY_NAMES, *FUSION_STRATEGY_NAMES)
+    for name in strategies:
+        if name not in known:
+            _fail(f"unknown strategy {name!r}; choose one of {', '.join([*STRATEGY_NAMES, *LEVEL_STRATEGY_NAMES])} "
+                  f"(with --fuse also {', '.join(FUSION_STRATEGY_NAMES)})")
+    if objective is not None and objective not in OBJECTIVE_NAMES:
+        _fail(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVE_NAMES)}")
+
+
 def _progress() -> Progress:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     _compile_note()
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), TextColumn("{task.fields[label]}"), console=err, transient=True,

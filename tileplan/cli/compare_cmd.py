@@ -6,17 +6,19 @@ from pathlib import Path
 
 import typer
 
-from tileplan import api
 from tileplan.cli.app import (
     ARCH_HELP,
+    KV_HELP,
     MODEL_HELP,
     NO_PRUNE_HELP,
     OBJECTIVE_HELP,
     PSUM_HELP,
+    SEQ_HELP,
     SET_HELP,
     _guard,
     _progress,
     app,
+    check_names,
     machine_sets,
     out,
 )
@@ -32,6 +34,8 @@ def compare(
                                    help="Comma-separated strategies (see `tileplan plan --help`)."),
     objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
     batch: int = typer.Option(1, "--batch", "-b", min=1, max=1024, help="Batch size (1 to 1024)."),
+    seq: int | None = typer.Option(None, "--seq", help=SEQ_HELP),
+    kv: int | None = typer.Option(None, "--kv", help=KV_HELP),
     budget: int = typer.Option(20_000, min=1, max=2**21, help="Candidates for sampling strategies."),
     seed: int = typer.Option(0, min=0, help="Seed for sampling strategies."),
     all_layers: bool = typer.Option(False, "--all", help="Also list layers that move no data."),
@@ -45,23 +49,31 @@ def compare(
                                                  help="marvel*: least fraction of the PEs a step uses (default 0.1)."),
     fuse: bool = typer.Option(False, "--fuse", help="Compare fused plans (`plan --fuse`); rows are then blocks of "
                               "layers that every strategy covers with whole groups."),
-    max_group: int = typer.Option(4, "--max-group", min=2, help="Most layers in one fused group (with --fuse)."),
+    max_group: int | None = typer.Option(None, "--max-group", min=2,
+                                         help="Most layers in one fused group (with --fuse; default 4)."),
 ) -> None:
     """Plan MODEL with each strategy and print, per layer and in total, latency, DRAM bytes, bursts,
     energy and each strategy's objective relative to the best."""
-    from tileplan.report.files import check_output_file, write_text_atomic
+    check_names(tuple(s.strip() for s in strategies.split(",") if s.strip()), objective)
+    from tileplan import api
+    from tileplan.cli.guards import check_flags, check_outputs
+    from tileplan.errors import TileplanError
+    from tileplan.report.files import write_text_atomic
     from tileplan.report.tables import comparison_table
 
     def work() -> None:
         api.check_options(objective=objective, budget=budget, seed=seed, batch=batch)
-        for target in (json_path, csv_path):
-            if target is not None:
-                check_output_file(target)
         names = [s.strip() for s in strategies.split(",") if s.strip()]
+        if not names:
+            raise TileplanError(f"--strategies {strategies!r} names no strategy; give one or more, comma-separated")
+        check_flags(names, fuse=fuse, max_group=max_group,
+                    marvel_flags=[("--no-prune", no_prune), ("--max-parallel", max_parallel),
+                                  ("--min-utilization", min_utilization)])
+        check_outputs([("--json", json_path), ("--csv", csv_path)], model=model, arch=arch)
         options = api.strategy_options(pruning=no_prune or (), max_parallel=max_parallel,
                                        min_utilization=min_utilization)
         machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
-        network = api.load_network(model, batch=batch)
+        network = api.load_network(model, batch=batch, seq=seq, kv=kv)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
 
@@ -69,7 +81,7 @@ def compare(
                 bar.update(task, completed=done, total=total, label=label)
 
             result = api.compare(network, machine, names, objective=objective, batch=batch, budget=budget, seed=seed,
-                                 jobs=jobs, fuse=fuse, max_group=max_group, options=options, progress=tick)
+                                 jobs=jobs, fuse=fuse, max_group=max_group or 4, options=options, progress=tick)
         out.print(comparison_table(result, show_all=all_layers))
         for fp in result.fused:
             out.print(f"{fp.base.strategy}: fused groups " + (", ".join(g.name for g in fp.groups) or "none"),

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 
-from tileplan import api
 from tileplan.cli.app import _guard, app, err, out
 
 
@@ -22,15 +21,18 @@ def correlate(
 ) -> None:
     """Pearson correlation between modelled and measured per-layer times (the thesis: 0.64 on a TX2)."""
     from rich.table import Table
+    from rich.text import Text
 
+    from tileplan import api
+    from tileplan.cli.guards import check_outputs
+    from tileplan.errors import printable
     from tileplan.experiments.common import table_csv
-    from tileplan.report.files import check_output_file, write_text_atomic
+    from tileplan.report.files import write_text_atomic
     from tileplan.report.plots import save, scatter
 
     def work() -> None:
-        for target in (plot, csv_path):
-            if target is not None:
-                check_output_file(target)
+        check_outputs([("--plot", plot), ("--csv", csv_path)],
+                      others=[("the plan file", plan), ("the measurements file", measured)])
         with err.status("correlating", spinner="dots") as status:
             result = api.correlate(plan, measured, time_c=time_c, repeats=repeats,
                                    log=lambda msg: status.update(msg))
@@ -38,10 +40,10 @@ def correlate(
         for c in ("layer", "modelled s", "measured s"):
             table.add_column(c, justify="left" if c == "layer" else "right")
         for row in result.rows():
-            table.add_row(str(row["layer"]), f"{row['modelled_s']:.4g}", f"{row['measured_s']:.4g}")
+            table.add_row(Text(printable(str(row["layer"]))), f"{row['modelled_s']:.4g}", f"{row['measured_s']:.4g}")
         out.print(table)
         if result.unmatched:
-            out.print(f"not in the plan (ignored): {', '.join(result.unmatched)}")
+            out.print(Text(f"not in the plan (ignored): {printable(', '.join(result.unmatched))}"))
         out.print(f"Pearson correlation: {result.pearson:.3f} over {len(result.layers)} layers")
         if csv_path is not None:
             write_text_atomic(csv_path, table_csv(result.rows()))

@@ -7,14 +7,26 @@ from typing import Any
 
 import typer
 
-from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, OBJECTIVE_HELP, SET_HELP, STRATEGY_HELP, _guard, _progress, app, out
+from tileplan.cli.app import (
+    ARCH_HELP,
+    MODEL_HELP,
+    OBJECTIVE_HELP,
+    SET_HELP,
+    STRATEGY_HELP,
+    _guard,
+    _progress,
+    app,
+    check_names,
+    out,
+)
 from tileplan.errors import TileplanError
 
 
 def _plan_for(model: str, arch: str, sets: list[str] | None, strategy: str, objective: str,
               layer: str | None) -> tuple[Any, Any, Any]:
     """Plan MODEL (or only LAYER of it) on ARCH changed by SETS and return (network, arch, plan)."""
+    from tileplan import api
+
     network = api.load_network(model)
     a = api.load_arch(arch, sets or ())
     if layer is not None:
@@ -45,12 +57,15 @@ def emit(
 ) -> None:
     """Write the execution program of the planned mapping of one layer or of every layer (or of the
     best fused mapping of a group of layers)."""
+    check_names((strategy,), objective)
+    from tileplan import api
     from tileplan.program import generate_program
     from tileplan.program.files import TARGETS, write_program
-    from tileplan.report.files import check_output_file, check_output_folder, make_output_folder
+    from tileplan.report.files import check_distinct, check_output_file, check_output_folder, make_output_folder
 
     def work() -> None:
         api.check_options(strategy=strategy, objective=objective)
+        check_distinct([("--output", output)], [("the model file", model), ("the accelerator file", arch)])
         if group is not None:
             from tileplan.fusion.program import generate_fused
             from tileplan.report.files import write_text_atomic
@@ -117,6 +132,7 @@ def verify(
 ) -> None:
     """Plan, emit, execute and check every distinct layer: bit-exact output, and the DRAM bytes and
     bursts the program moved equal to what the model predicted (with --group: one fused group)."""
+    check_names((strategy,), objective)
     from rich.table import Table
 
     from tileplan.program import verify_layer
@@ -126,7 +142,11 @@ def verify(
             _verify_group(model, arch, sets, group, strategy, objective, seed)
             return
         network, a, result = _plan_for(model, arch, sets, strategy, objective, layer)
+        from tileplan.program.generate import has_program
+
         todo = [lp for lp in result.layers if lp.mapping is not None and lp.cached_from is None]
+        skipped = sorted({network[lp.name].op.value for lp in todo if not has_program(network[lp.name])})
+        todo = [lp for lp in todo if has_program(network[lp.name])]
         table = Table(title=f"verify {network.name} on {a.name}")
         for c in ("layer", "bytes predicted", "bytes counted", "bursts predicted", "bursts counted",
                   "instructions", "result"):
@@ -144,7 +164,8 @@ def verify(
                               "[green]OK[/]" if r.ok else "[red]FAIL[/] " + "; ".join(r.mismatches()))
         out.print(table)
         out.print(f"{len(todo) - failed} of {len(todo)} distinct layers verified"
-                  + (f", {failed} FAILED" if failed else ""))
+                  + (f", {failed} FAILED" if failed else "")
+                  + (f" ({', '.join(skipped)} layers have no program yet)" if skipped else ""))
         if failed:
             raise typer.Exit(code=1)
 
@@ -155,6 +176,7 @@ def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, str
                   seed: int) -> None:
     from rich.table import Table
 
+    from tileplan import api
     from tileplan.fusion.verify import verify_fused
 
     a = api.load_arch(arch, sets or ())

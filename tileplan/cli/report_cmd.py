@@ -6,9 +6,20 @@ from pathlib import Path
 
 import typer
 
-from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, PSUM_HELP, SET_HELP, _guard, _progress, app, machine_sets, out
-from tileplan.errors import TileplanError
+from tileplan.cli.app import (
+    ARCH_HELP,
+    KV_HELP,
+    MODEL_HELP,
+    PSUM_HELP,
+    SEQ_HELP,
+    SET_HELP,
+    _guard,
+    _progress,
+    app,
+    check_names,
+    machine_sets,
+    out,
+)
 
 
 @app.command()
@@ -21,6 +32,8 @@ def report(
     objective: str = typer.Option("latency", "--objective", help="latency | energy | edp | dram | perf-per-byte"),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s", help="Search strategy (as for `tileplan plan`)."),
     batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
+    seq: int | None = typer.Option(None, "--seq", help=SEQ_HELP),
+    kv: int | None = typer.Option(None, "--kv", help=KV_HELP),
     budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
     seed: int = typer.Option(0, help="Seed for sampling strategies."),
     skip_unsupported: bool = typer.Option(False, "--skip-unsupported",
@@ -28,19 +41,23 @@ def report(
     jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
     fuse: bool = typer.Option(False, "--fuse", help="Also fuse chains of layers (`plan --fuse`) and report the "
                               "groups with their DRAM saving."),
-    max_group: int = typer.Option(4, "--max-group", min=2, help="Most layers in one fused group (with --fuse)."),
+    max_group: int | None = typer.Option(None, "--max-group", min=2,
+                                         help="Most layers in one fused group (with --fuse; default 4)."),
 ) -> None:
     """Plan MODEL and write one self-contained HTML page: summary, machine, a sortable per-layer table,
     the figures, fusion groups, the gap to the lower bounds and warnings (no network access needed)."""
-    from tileplan.report.files import check_output_file, write_text_atomic
+    check_names((strategy,), objective)
+    from tileplan import api
+    from tileplan.cli.guards import check_flags, check_outputs
+    from tileplan.report.files import write_text_atomic
     from tileplan.report.html import build_report
 
     def work() -> None:
-        if objective not in api.OBJECTIVES:
-            raise TileplanError(f"unknown objective {objective!r}; choose {', '.join(api.OBJECTIVES)}")
-        check_output_file(output)
+        api.check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch, fuse=fuse)
+        check_flags([strategy], fuse=fuse, max_group=max_group)
+        check_outputs([("--output", output)], model=model, arch=arch)
         machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
-        network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
+        network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported, seq=seq, kv=kv)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
 
@@ -49,7 +66,7 @@ def report(
 
             if fuse:
                 fused = api.plan_fused(network, machine, strategy=strategy, objective=objective, batch=batch,
-                                       budget=budget, seed=seed, jobs=jobs, max_group=max_group, progress=tick)
+                                       budget=budget, seed=seed, jobs=jobs, max_group=max_group or 4, progress=tick)
                 result = fused.base
             else:
                 fused = None

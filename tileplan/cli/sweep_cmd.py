@@ -7,7 +7,6 @@ from pathlib import Path
 
 import typer
 
-from tileplan import api
 from tileplan.cli.app import ARCH_HELP, _guard, _progress, app, err, out
 
 
@@ -32,17 +31,40 @@ def sweep(
 ) -> None:
     """Plan every point of the grid (machine overrides x models x strategies x objectives), one CSV row
     per point written as it finishes; run the same command again to resume an interrupted sweep."""
+    from tileplan import api
+    from tileplan.cli.guards import check_outputs
+    from tileplan.errors import TileplanError
     from tileplan.report import plots
-    from tileplan.report.files import check_output_file
-    from tileplan.sweep import Sweep, parse_axes, read_done, run_sweep, sweep_figure
+    from tileplan.sweep import (
+        Sweep,
+        check_ray_address,
+        check_sweep_file,
+        parse_axes,
+        read_done,
+        run_sweep,
+        sweep_figure,
+    )
 
     def names(text: str) -> tuple[str, ...]:
         return tuple(dict.fromkeys(s.strip() for s in text.split(",") if s.strip()))
 
     def work() -> None:
-        check_output_file(output)
+        for flag, text in (("MODELS", models), ("--strategies", strategies), ("--objectives", objectives)):
+            if not names(text):
+                raise TileplanError(f"{flag} {text!r} names nothing: the sweep would have 0 points; give one or "
+                                    f"more, comma-separated")
+        for s in names(strategies):
+            api.check_options(strategy=s, budget=budget, seed=seed, batch=batch)
+        for o in names(objectives):
+            api.check_options(objective=o)
+        check_outputs([("--output", output)], arch=arch,
+                      others=[("the model file", m) for m in names(models)])
+        check_sweep_file(output)
+        if backend == "ray":
+            check_ray_address(address)
         grid = Sweep(api.load_arch(arch), names(models), names(strategies), names(objectives),
                      tuple(parse_axes(sets or ())), budget=budget, seed=seed, batch=batch)
+        grid.validate()
         total = len(grid.points())
         start = time.monotonic()
         state = {"resumed": 0}

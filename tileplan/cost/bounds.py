@@ -27,7 +27,7 @@ def compulsory_bytes(layer: Layer) -> int:
     if not layer.moves_data:
         return 0
     prec = layer.resolved_precision()
-    if layer.op is OpKind.DATA_MOVE:
+    if layer.op in (OpKind.DATA_MOVE, OpKind.EMBEDDING):  # an embedding's input is the rows it reads
         return layer.elements(Operand.INPUT) * prec.input + layer.elements(Operand.OUTPUT) * prec.output
     return (touched_input_elements(layer) * prec.input + layer.elements(Operand.WEIGHT) * prec.weight
             + layer.elements(Operand.OUTPUT) * prec.output)
@@ -46,7 +46,7 @@ def io_lower_bound_bytes(layer: Layer, arch: Arch) -> int:
     if not layer.moves_data:
         return 0
     compulsory = compulsory_bytes(layer)
-    if not layer.has_weights:
+    if not layer.has_weight_operand or layer.op.is_elementwise:
         return compulsory
     prec = layer.resolved_precision()
     word = min(prec.input, prec.weight, prec.output)

@@ -18,7 +18,7 @@ from tileplan.arch.spec import Arch, AxisMode
 from tileplan.dims import DIMS, NDIMS, OPERANDS, RELEVANT, Dim, Operand
 from tileplan.errors import WorkloadError
 from tileplan.mapping import balanced_parts
-from tileplan.workload.layer import Layer, OpKind, Precision
+from tileplan.workload.layer import Layer, Precision
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +86,9 @@ class Problem:
 
     @property
     def op_factor(self) -> int:
-        """Operations per point of the loop nest (an n-ary add does n-1 additions; concat none)."""
-        if self.layer.op in (OpKind.CONCAT, OpKind.DATA_MOVE):
-            return 0
-        if self.layer.op is OpKind.ADD:
-            return self.layer.input_count - 1
-        return 1
+        """Operations per point of the loop nest (``Layer.ops_per_point``: an n-ary add does n-1
+        additions, softmax 3 per element, concat none)."""
+        return self.layer.ops_per_point
 
     @property
     def macs(self) -> int:
@@ -102,9 +99,10 @@ class Problem:
 
     @cached_property
     def has_operand(self) -> tuple[bool, bool, bool]:
-        """Which operands move data (pools and adds have no weights; a concat moves nothing)."""
+        """Which operands move data (pools and adds have no weight operand; a matmul's activation B
+        and a norm's scale are one; a concat moves nothing)."""
         moves = self.layer.moves_data
-        return (moves, moves and self.layer.has_weights, moves)
+        return (moves, moves and self.layer.has_weight_operand, moves)
 
     # ----------------------------------------------------------------- arch constants
     @cached_property

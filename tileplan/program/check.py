@@ -42,11 +42,11 @@ def _check_tensors(p: Program) -> None:
         groups = t.shape[0 if op is Operand.WEIGHT else 1]
         if groups != p.groups:
             raise ProgramError(f"{t.name} has {groups} groups but GROUPS is {p.groups}", line=t.line)
-    needed = ["INPUT", "OUTPUT", "PSUM"] + (["WEIGHT"] if p.op.has_weights else [])
+    needed = ["INPUT", "OUTPUT", "PSUM"] + (["WEIGHT"] if p.op.multiplies else [])
     missing = [n for n in needed if n not in seen]
     if missing:
         raise ProgramError(f"[info] lacks tensor(s) {', '.join(missing)} for a {p.op.value} layer", line=1)
-    if "WEIGHT" in seen and not p.op.has_weights:
+    if "WEIGHT" in seen and not p.op.multiplies:
         raise ProgramError(f"a {p.op.value} layer has no WEIGHT tensor", line=p.tensor("WEIGHT").line)
     if (p.output.shape, p.output.layout, p.output.onchip_bytes) != (p.psum.shape, p.psum.layout,
                                                                      p.psum.onchip_bytes):
@@ -115,7 +115,7 @@ def validate(p: Program) -> None:
                 _loc(p, ins.dst, line)
                 _tile(p, ins.tile, line, "OUTPUT")
             elif isinstance(ins, Conv | Pool | Add):
-                want = {Conv: p.op.has_weights, Pool: p.op.is_pool, Add: p.op.value == "add"}[type(ins)]
+                want = {Conv: p.op.multiplies, Pool: p.op.is_pool, Add: p.op.value == "add"}[type(ins)]
                 if not want:
                     raise ProgramError(f"{type(ins).__name__.upper()} does not compute a {p.op.value} layer",
                                        line=line)

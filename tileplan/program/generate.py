@@ -50,7 +50,8 @@ from tileplan.workload.layer import Layer, OpKind
 
 #: Ops a program can compute (a DATA_MOVE's element mapping is not part of the layer description).
 _SUPPORTED = frozenset({OpKind.CONV, OpKind.GROUPED_CONV, OpKind.DEPTHWISE, OpKind.POINTWISE, OpKind.FC,
-                        OpKind.MAXPOOL, OpKind.AVGPOOL, OpKind.GLOBALPOOL, OpKind.ADD, OpKind.CONCAT})
+                        OpKind.MAXPOOL, OpKind.AVGPOOL, OpKind.GLOBALPOOL, OpKind.ADD, OpKind.CONCAT,
+                        OpKind.MATMUL})
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,7 @@ class _Assembler:
         d = layer.dims
         specs = [(f"INPUT{k or ''}", (layer.n, layer.groups, d[Dim.C], layer.h, layer.w), 0, prec.input,
                   prec.input) for k in range(self.b.count)]
-        if layer.has_weights:
+        if layer.op.multiplies:  # a matmul's B (weight or activation) is its WEIGHT tensor
             specs.append(("WEIGHT", (layer.groups, d[Dim.K], d[Dim.C], layer.r, layer.s), 1, prec.weight,
                           prec.weight))
         out_shape = (layer.n, layer.groups, d[Dim.K], layer.p, layer.q)
@@ -306,6 +307,11 @@ class _Assembler:
                 out.append(Tile(name, t.offset(box), box))
         rank = {name: i for i, name in enumerate(self.tensors)}
         return tuple(sorted(out, key=lambda t: (rank[t.tensor], int(t.name.rsplit("_", 1)[1]))))
+
+
+def has_program(layer: Layer) -> bool:
+    """Whether programs cover ``layer``'s kind (softmax, norms, activations, embeddings: not yet)."""
+    return layer.op in _SUPPORTED
 
 
 def generate_program(layer: Layer, arch: Arch, mapping: Mapping) -> Program:

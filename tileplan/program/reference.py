@@ -35,7 +35,7 @@ def reference_output(layer: Layer, inputs: Sequence[np.ndarray], weight: np.ndar
         return arrays[0].reshape(n, layer.k_out, p, q).copy()
     if layer.op is OpKind.ADD:
         return np.sum(arrays, axis=0).reshape(n, layer.k_out, p, q)
-    if layer.has_weights and weight is None:
+    if layer.op.multiplies and weight is None:
         raise WorkloadError(f"layer {layer.name!r} needs a weight tensor")
     sh, sw = layer.stride
     dh, dw = layer.dilation

@@ -95,7 +95,7 @@ def random_operands(layer: Layer, rng: np.random.Generator, low: int = -8, high:
     shape = (layer.n, layer.c_in, layer.h, layer.w)
     inputs = [rng.integers(low, high, size=shape, dtype=np.int64) for _ in range(layer.input_count)]
     weight = None
-    if layer.has_weights:
+    if layer.op.multiplies:  # a weight, or a matmul's activation B
         weight = rng.integers(low, high, size=(layer.k_out, layer.c_in // layer.groups, layer.r, layer.s),
                               dtype=np.int64)
     return inputs, weight

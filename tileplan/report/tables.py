@@ -15,6 +15,7 @@ from rich.table import Table
 from tileplan.arch.spec import Arch
 from tileplan.compare import Comparison
 from tileplan.dims import DIMS, Dim
+from tileplan.files import csv_row
 from tileplan.mapping import Mapping, balanced_parts
 from tileplan.plan import LayerPlan, NetworkPlan, ctc_ratio
 from tileplan.workload.layer import Layer, OpKind
@@ -109,8 +110,13 @@ def short_shape(layer: Layer) -> str:
         return f"{c}" if h == w == 1 else f"{c}x{h}x{w}"
 
     src, dst = chw(layer.c_in, layer.h, layer.w), chw(layer.k_out, layer.p, layer.q)
-    if layer.op in (OpKind.ADD, OpKind.CONCAT, OpKind.DATA_MOVE):
-        word = {OpKind.ADD: "add", OpKind.CONCAT: "concat", OpKind.DATA_MOVE: "move"}[layer.op]
+    if layer.op is OpKind.MATMUL:  # rows x k -> rows x n per group
+        g, rows = layer.groups, layer.h
+        text = f"{rows}x{layer.c_in // g}·{'act' if layer.b_activation else 'W'}→{rows}x{layer.k_out // g}"
+        return text + (f" ×{layer.n}" if layer.n > 1 else "") + (f" g{g}" if g > 1 else "")
+    if layer.op in (OpKind.ADD, OpKind.CONCAT, OpKind.DATA_MOVE, OpKind.EMBEDDING) or layer.op.is_elementwise:
+        words = {OpKind.CONCAT: "concat", OpKind.DATA_MOVE: "move", OpKind.EMBEDDING: "gather"}
+        word = words.get(layer.op, layer.op.value)
         return f"{src} {word}" if src == dst else f"{src}→{dst} {word}"
     text = f"{src}→{dst}"
     if layer.op is not OpKind.FC:
@@ -184,9 +190,10 @@ def _row(lp: LayerPlan, layer: Layer, multicore: bool, scale: float) -> list[str
     m = lp.mapping
     name = escape(lp.name + (" *" if lp.cached_from else ""))
     shape = escape(short_shape(layer))
-    if m is None:
+    if m is None and not (c.dram_input_bytes or c.dram_output_bytes):
         return [name, shape, "(in place)"] + (["-"] if multicore else []) + ["0"] * 5 + ["", "", "", ""]
-    return [name, shape, loops_str(m, layer.dims)] + ([split_str(m)] if multicore else []) + [
+    loops = "(stream)" if m is None else loops_str(m, layer.dims)  # a data move or embedding: one pass
+    return [name, shape, loops] + ([split_str(m) if m is not None else "-"] if multicore else []) + [
         scaled(c.dram_input_bytes, scale), scaled(c.dram_weight_bytes, scale), scaled(c.dram_output_bytes, scale),
         si(c.bursts), si(c.latency_cycles), f"{c.utilization:.0%}", c.bound, f"{lp.gap_compulsory:.2f}",
         f"{lp.gap_io_bound:.2f}"]
@@ -214,7 +221,7 @@ def plan_csv(plan: NetworkPlan) -> str:
         fieldnames.extend(k for k in r if k not in fieldnames)
     writer = csv.DictWriter(buf, fieldnames=fieldnames)
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows(csv_row(r) for r in rows)
     return buf.getvalue()
 
 

@@ -45,9 +45,14 @@ class SharedBest:
 
 @contextmanager
 def shared_values(count: int) -> Iterator[str]:
-    """A file of ``count`` values, all ``inf``, removed on exit; yields its path."""
+    """A file of ``count`` values, all ``inf``, removed on exit; yields its path (no file and an
+    empty path when ``count`` is 0: nothing to share)."""
+    if count <= 0:
+        yield ""
+        return
     folder = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    fd, path = tempfile.mkstemp(prefix="tileplan-best-", suffix=".f64", dir=folder)
+    _remove_orphans(folder or tempfile.gettempdir())
+    fd, path = tempfile.mkstemp(prefix=f"tileplan-best-{os.getpid()}-", suffix=".f64", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(np.full(max(count, 1), np.inf).tobytes())
@@ -56,4 +61,32 @@ def shared_values(count: int) -> Iterator[str]:
         try:
             os.unlink(path)
         except OSError:
+            pass
+
+
+def remove_orphans() -> None:
+    """Remove the value files of processes that no longer run (see :func:`_remove_orphans`)."""
+    folder = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    _remove_orphans(folder)
+
+
+def _remove_orphans(folder: str) -> None:
+    """Remove value files left by a process killed outright (SIGKILL: no clean-up ran); the process
+    id in a file's name tells whether its owner still runs."""
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith("tileplan-best-") and n.endswith(".f64")]
+    except OSError:
+        return
+    for name in names:
+        pid = name.split("-")[2]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            try:
+                os.unlink(os.path.join(folder, name))
+            except OSError:
+                pass
+        except PermissionError:
             pass

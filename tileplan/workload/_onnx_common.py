@@ -43,7 +43,12 @@ LINEAR = frozenset({"Gemm", "MatMul"})
 #: Ops whose outputs are shape metadata, never activations.
 SHAPE_OPS = frozenset({"Shape", "Size"})
 OTHER = frozenset({"Conv", "Concat", "Pad"})
-SUPPORTED = UNARY_FOLD | VIEW | ELEMENTWISE | MOVE | POOL | GLOBAL_POOL | REDUCE_POOL | LINEAR | OTHER
+#: Transformer ops (``_onnx_xformer``): layers, masks, views of activations.
+TRANSFORMER = frozenset({"Gelu", "RMSNormalization", "SimplifiedLayerNormalization", "Gather", "Where", "And",
+                         "Or", "Not", "Xor", "IsNaN", "IsInf", "Equal", "Less", "LessOrEqual", "Greater",
+                         "GreaterOrEqual", "Range", "CumSum", "Trilu", "Split", "Slice", "Expand",
+                         "ConstantOfShape"})
+SUPPORTED = UNARY_FOLD | VIEW | ELEMENTWISE | MOVE | POOL | GLOBAL_POOL | REDUCE_POOL | LINEAR | OTHER | TRANSFORMER
 #: Ops whose outputs after the first are side results (masks, indices, statistics), not activations.
 SINGLE_ACTIVATION_OUTPUT = UNARY_FOLD | POOL
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -37,38 +37,21 @@ from tileplan.workload._onnx_common import (
     spatial_pads,
 )
 from tileplan.workload._onnx_fold import ShapeFolder
+from tileplan.workload._onnx_value import _NO_PAD, NCHW, _Value
+from tileplan.workload._onnx_xformer import INT_TYPES, TransformerOps, token_view
 from tileplan.workload.layer import Layer, OpKind
+from tileplan.workload.transformer import matmul
 
-NCHW = tuple[int, int, int, int]
-_NO_PAD = (0, 0, 0, 0)
+#: Layer kinds whose outputs are transformer token tensors.
+TOKEN_KINDS = frozenset({OpKind.MATMUL, OpKind.EMBEDDING, OpKind.SOFTMAX, OpKind.LAYERNORM, OpKind.RMSNORM,
+                         OpKind.GELU, OpKind.SILU, OpKind.MUL, OpKind.ROPE})
 
-
-@dataclass(frozen=True, slots=True)
-class _Value:
-    src: str | None                 # layer holding the bytes; None: a network input
-    stored: NCHW                    # what that layer writes
-    shape: tuple[int, ...]          # this tensor's ONNX shape, before any pending pad
-    pad: NCHW = _NO_PAD             # pending spatial pad (top, bottom, left, right)
-    pad_name: str = ""              # the Pad node, to name a materialised pad
-
-    @property
-    def full_shape(self) -> tuple[int, ...]:
-        """The ONNX shape including the pending pad."""
-        if self.pad == _NO_PAD:
-            return self.shape
-        dims = list(self.shape)
-        dims[2] += self.pad[0] + self.pad[1]
-        if len(dims) > 3:
-            dims[3] += self.pad[2] + self.pad[3]
-        return tuple(dims)
-
-
-class Converter:
+class Converter(TransformerOps):
     """One pass over the nodes; ``layers`` is filled in topological order."""
 
     def __init__(self, path: Path, shapes: dict[str, tuple[int, ...]], consts: Constants,
                  static: set[str], used: set[str], producers: dict[str, onnx.NodeProto],
-                 skip_unsupported: bool) -> None:
+                 skip_unsupported: bool, nodes: list[onnx.NodeProto] | None = None) -> None:
         self.path = path
         self.used = used  # tensors some node or the graph output reads
         self.folder = ShapeFolder(consts, producers, self._known_shape)
@@ -81,15 +64,26 @@ class Converter:
         self.namer = Namer()
         self._adapted: dict[str, _Value] = {}
         self.skipped: list[str] = []
+        self._last_reads: list[str] = []
+        self._last_node = onnx.NodeProto()
+        self.types: dict[str, int] = {}  # ONNX element type of every tensor whose type is known
+        self.readers: dict[str, list[onnx.NodeProto]] = {}
+        for node in nodes or []:
+            for t in node.input:
+                if t:
+                    self.readers.setdefault(t, []).append(node)
 
     # ----------------------------------------------------------------- driver
-    def add_input(self, name: str, shape: tuple[int, ...]) -> None:
-        self.values[name] = _Value(None, canon(shape), shape)
+    def add_input(self, name: str, shape: tuple[int, ...], elem_type: int = onnx.TensorProto.FLOAT) -> None:
+        """A graph input; integer and boolean ones (token ids, attention masks) are masks."""
+        self.values[name] = _Value(None, canon(shape), shape, mask=elem_type in INT_TYPES)
 
     def convert(self, node: onnx.NodeProto, index: int, supported: bool = True) -> None:
         """Fold ``node`` into its producer or append its layer(s); ``supported=False`` passes it
         through (identity or data movement) when skipping unsupported operators."""
         acts = [t for t in node.input if t and t not in self.static and t in self.values]
+        self._last_reads = acts
+        self._last_node = node
         if not acts:
             return
         op = op_label(node)
@@ -97,6 +91,8 @@ class Converter:
         name = node.name or f"{node.op_type.lower()}{index}"
         if not supported:
             self._pass_through(node, name, acts[0])
+        elif self.transformer_node(node, name, acts):
+            return
         elif op in UNARY_FOLD or (op in ("Sum", "Mean") and len(acts) == 1):
             self._set(node.output[0], self.values[acts[0]])
         elif op in VIEW:
@@ -148,9 +144,11 @@ class Converter:
         return shape
 
     def _push(self, layer: Layer, tensor: str, shape: tuple[int, ...] | None = None) -> _Value:
+        layer = self._typed(layer, tensor)
         self.layers.append(layer)
         stored = (layer.n, layer.k_out, layer.p, layer.q)
-        value = _Value(layer.name, stored, shape if shape is not None else stored)
+        tokens = layer.op in TOKEN_KINDS or any(self.values[t].tokens for t in self._last_reads)
+        value = _Value(layer.name, stored, shape if shape is not None else stored, tokens=tokens)
         self._set(tensor, value)
         return value
 
@@ -212,10 +210,15 @@ class Converter:
         elif not full:
             self._move(node.output[0], name, [acts[0]], out)
         else:
+            view = token_view(out) if any(self.values[t].tokens for t in full) else canon(out)
+            stored = {self._no_pad(t).stored for t in full}
+            if len(stored) == 1 and any(self.values[t].tokens for t in full) and \
+                    math.prod(next(iter(stored))) == math.prod(out):
+                view = next(iter(stored))  # token tensors written alike: add them as they are
             srcs: list[str] = []
             for t in full:
-                srcs += self._as_map(t, self._no_pad(t), canon(out))[0]
-            n, c, h, w = canon(out)
+                srcs += self._as_map(t, self._no_pad(t), view)[0]
+            n, c, h, w = view
             name = self.namer.take(name, "add")
             self._push(Layer.add(name, n=n, channels=c, h=h, w=w, inputs=tuple(srcs), input_count=len(full)),
                        node.output[0], out)
@@ -315,11 +318,13 @@ class Converter:
             layer = Layer.fc(self.namer.take(name, "fc"), n=n, c_in=features, k_out=k_out, inputs=src)
             self._push(layer, node.output[0], (n, k_out))
             return
-        # A MatMul over the last axis of an N x ... x F tensor: a pointwise conv over the middle axes.
+        # A MatMul over the last axis of an N x ... x F tensor: a matmul with a weight B, m = middle axes.
         n, rows = v.shape[0], math.prod(v.shape[1:-1])
-        src, _ = self._as_map(tensor, v, (n, features, rows, 1))
-        layer = Layer.conv(self.namer.take(name, "matmul"), n=n, c_in=features, h=rows, w=1, k_out=k_out, r=1,
-                           inputs=src)
+        if v.tokens and v.src and math.prod(v.stored) % (n * features * rows) == 0:
+            src = (v.src,)  # a matmul reads a token tensor through views and slices
+        else:
+            src, _ = self._as_map(tensor, v, (n, features, rows, 1))
+        layer = matmul(self.namer.take(name, "matmul"), batch=n, m=rows, k=features, n=k_out, inputs=src)
         value = self._push(layer, node.output[0])
         self.values[node.output[0]] = replace(value, shape=self._shape(node.output[0], node))
 

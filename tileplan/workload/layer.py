@@ -12,6 +12,7 @@ from enum import Enum
 
 from tileplan.dims import DIMS, Dim, Operand
 from tileplan.errors import WorkloadError
+from tileplan.workload.precision import Precision
 
 
 class OpKind(Enum):
@@ -30,6 +31,19 @@ class OpKind(Enum):
       tensor once, no MACs, no weights. Its output size is given explicitly (``out_hw``); its loop
       dimensions only describe the two shapes (G = R = S = 1, K = output and C = input channels)
       and must not be read as a multiply-accumulate nest.
+    - ``MATMUL``: ``Y[b, m, n] = A[b, m, k] . B[b, k, n]`` on the same nest: m -> P, n -> K, k -> C,
+      R = S = Q = 1 (``workload.transformer.matmul``). B is the weight operand; it is either a weight
+      (a Linear / Gemm layer) or, with ``b_activation``, an activation (attention's Q.K^T and P.V),
+      which comes from DRAM like any activation and is never a parameter.
+    - ``SOFTMAX``/``LAYERNORM``/``RMSNORM``/``GELU``/``SILU``/``MUL``/``ROPE``: element-wise and row-wise layers
+      on the channelwise nest of ``ADD`` (G = channels, K = C = 1): one read and one write of the
+      tensor, ``ops_per_point`` operations per element; the norms read a per-channel scale (gamma,
+      their weight operand; like every bias, LayerNorm's beta is not modelled).
+    - ``ADD``/``MUL`` with ``b_activation``: besides their ``input_count`` full tensors they read one
+      per-channel activation broadcast over every row (an attention mask row added to the scores),
+      as their weight operand.
+    - ``EMBEDDING``: a Gather of ``table_rows``-row weight table: reads the looked-up rows only (its
+      input is those rows, ``n x c_in x h x w`` elements), writes them; no loop nest to tile.
     """
 
     CONV = "conv"
@@ -43,10 +57,32 @@ class OpKind(Enum):
     ADD = "add"
     CONCAT = "concat"
     DATA_MOVE = "data_move"
+    MATMUL = "matmul"
+    SOFTMAX = "softmax"
+    LAYERNORM = "layernorm"
+    RMSNORM = "rmsnorm"
+    GELU = "gelu"
+    SILU = "silu"
+    MUL = "mul"
+    ROPE = "rope"
+    EMBEDDING = "embedding"
 
     @property
     def has_weights(self) -> bool:
+        """Kinds whose weight operand is always a weight tensor (a matmul's may be an activation:
+        ``Layer.has_weights``)."""
         return self in (OpKind.CONV, OpKind.GROUPED_CONV, OpKind.DEPTHWISE, OpKind.POINTWISE, OpKind.FC)
+
+    @property
+    def multiplies(self) -> bool:
+        """Kinds whose nest multiplies input by the weight operand (a program's CONV): the weight
+        kinds and a matmul, whose B may be an activation."""
+        return self.has_weights or self is OpKind.MATMUL
+
+    @property
+    def is_elementwise(self) -> bool:
+        """Element-wise and row-wise kinds of the transformer vocabulary (channelwise nest)."""
+        return self in ELEMENTWISE_OPS
 
     @property
     def is_pool(self) -> bool:
@@ -55,44 +91,30 @@ class OpKind(Enum):
     @property
     def channelwise(self) -> bool:
         """Each output channel reads only its own input channel (G = channels, K = C = 1)."""
-        return self in (OpKind.DEPTHWISE, OpKind.MAXPOOL, OpKind.AVGPOOL, OpKind.GLOBALPOOL, OpKind.ADD)
+        return self in (OpKind.DEPTHWISE, OpKind.MAXPOOL, OpKind.AVGPOOL, OpKind.GLOBALPOOL, OpKind.ADD,
+                        OpKind.EMBEDDING) or self.is_elementwise
+
+
+#: Operations per element of the element-wise kinds (``MUL``: per extra input, like ``ADD``). Softmax:
+#: row max, exp-and-accumulate, normalise; layernorm: sum, sum of squares, normalise, scale; rmsnorm:
+#: sum of squares, normalise, scale; an activation function: one evaluation; rotary embedding:
+#: x * cos + rotate(x) * sin (its cos/sin tables, tokens x d_head each, are not modelled).
+ELEMENTWISE_OPS: dict[OpKind, int] = {OpKind.SOFTMAX: 3, OpKind.LAYERNORM: 4, OpKind.RMSNORM: 3, OpKind.GELU: 1,
+                                      OpKind.SILU: 1, OpKind.MUL: 1, OpKind.ROPE: 3}
+#: Kinds whose weight operand is a per-channel vector (the norms' gamma).
+SCALED_OPS = frozenset({OpKind.LAYERNORM, OpKind.RMSNORM})
 
 
 #: Largest size of any one dimension of a layer (batch, channels, height, width, kernel).
 MAX_EXTENT = 65536
 
 
-@dataclass(frozen=True, slots=True)
-class Precision:
-    """Bytes per element of each operand; ``psum`` is the accumulator width (defaults to output)."""
-
-    input: int = 1
-    weight: int = 1
-    output: int = 1
-    psum: int = 0
-
-    def __post_init__(self) -> None:
-        for name in ("input", "weight", "output"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise WorkloadError(f"precision.{name} must be a positive number of bytes, got {value!r}")
-        if self.psum == 0:
-            object.__setattr__(self, "psum", self.output)
-        elif self.psum < 1:
-            raise WorkloadError(f"precision.psum must be a positive number of bytes, got {self.psum!r}")
-
-    @classmethod
-    def uniform(cls, nbytes: int, psum: int = 0) -> Precision:
-        """Every operand ``nbytes`` wide, and the accumulator ``psum`` bytes (0: ``nbytes`` too).
-
-        >>> Precision.uniform(1, 4)
-        Precision(input=1, weight=1, output=1, psum=4)
-        """
-        return cls(nbytes, nbytes, nbytes, psum or nbytes)
-
-    def of(self, operand: Operand) -> int:
-        """Bytes per element of ``operand``."""
-        return (self.input, self.weight, self.output)[operand]
+def _output_within(where: str, rows: int, cols: int) -> None:
+    """The output map, like every input size, is at most :data:`MAX_EXTENT` on a side (a huge padding
+    or upsampling is refused here, before anything is allocated or costed)."""
+    if max(rows, cols) > MAX_EXTENT:
+        raise WorkloadError(f"{where}: its output of {rows:,}x{cols:,} is larger than the {MAX_EXTENT:,} per side "
+                            f"tileplan plans (check the padding, upsampling or resize factors)")
 
 
 def _pair(value: int | tuple[int, int], what: str, layer: str) -> tuple[int, int]:
@@ -137,6 +159,8 @@ class Layer:
     input_count: int = 1
     precision: Precision | None = None
     out_hw: tuple[int, int] | None = None
+    b_activation: bool = False
+    table_rows: int = 0
     dims: dict[Dim, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -155,14 +179,30 @@ class Layer:
         if len(self.pad) != 4 or min(self.pad) < 0:
             raise WorkloadError(f"{where}: pad must be four non-negative integers (top, bottom, left, "
                                 f"right), got {self.pad!r}")
+        largest = max(*self.stride, *self.dilation, *self.pad)
+        if largest > MAX_EXTENT:
+            raise WorkloadError(f"{where}: a stride, dilation or padding of {largest:,} is larger than the "
+                                f"{MAX_EXTENT:,} tileplan plans")
         if self.c_in % self.groups or self.k_out % self.groups:
             raise WorkloadError(f"{where}: groups={self.groups} must divide c_in={self.c_in} and "
                                 f"k_out={self.k_out}")
         if self.op.channelwise and not (self.c_in == self.k_out == self.groups):
             raise WorkloadError(f"{where}: a {self.op.value} layer needs c_in == k_out == groups "
                                 f"(got {self.c_in}, {self.k_out}, {self.groups})")
-        if self.input_count > 1 and self.op is not OpKind.ADD:
-            raise WorkloadError(f"{where}: only add layers take several equally-shaped inputs")
+        if self.input_count > 1 and self.op not in (OpKind.ADD, OpKind.MUL):
+            raise WorkloadError(f"{where}: only add and mul layers take several equally-shaped inputs")
+        if self.b_activation and self.op not in (OpKind.MATMUL, OpKind.ADD, OpKind.MUL):
+            raise WorkloadError(f"{where}: only a matmul's B operand or an add's / mul's broadcast operand can be "
+                                f"an activation (b_activation)")
+        if (self.op is OpKind.EMBEDDING) != (self.table_rows > 0):
+            raise WorkloadError(f"{where}: an embedding layer needs table_rows >= 1 (the rows of its weight "
+                                f"table), and only an embedding has one")
+        if self.op in (OpKind.MATMUL, OpKind.EMBEDDING) or self.op.is_elementwise:
+            flat = self.op.is_elementwise or self.w == 1  # a matmul's or a gather's rows are h
+            if (self.r, self.s) != (1, 1) or not flat or self.stride != (1, 1) or any(self.pad) \
+                    or self.dilation != (1, 1):
+                raise WorkloadError(f"{where}: a {self.op.value} layer has no window: r = s = 1, stride and "
+                                    f"dilation 1, no padding (a matmul's or embedding's rows are h, w = 1)")
         if self.op is OpKind.DATA_MOVE:
             self._init_data_move(where)
             return
@@ -178,6 +218,7 @@ class Layer:
         q = cols // self.stride[1] + 1
         dims = {Dim.N: self.n, Dim.G: self.groups, Dim.K: self.k_out // self.groups,
                 Dim.C: self.c_in // self.groups, Dim.P: p, Dim.Q: q, Dim.R: self.r, Dim.S: self.s}
+        _output_within(where, p, q)
         object.__setattr__(self, "dims", dims)
 
     def _init_data_move(self, where: str) -> None:
@@ -190,6 +231,7 @@ class Layer:
                                 f"(r = s = groups = 1, stride 1, pad 0)")
         dims = {Dim.N: self.n, Dim.G: 1, Dim.K: self.k_out, Dim.C: self.c_in, Dim.P: self.out_hw[0],
                 Dim.Q: self.out_hw[1], Dim.R: 1, Dim.S: 1}
+        _output_within(where, *self.out_hw)
         object.__setattr__(self, "dims", dims)
 
     # ----------------------------------------------------------------- constructors
@@ -299,18 +341,39 @@ class Layer:
     @property
     def macs(self) -> int:
         """Multiply-accumulates (for pools: window operations; for add: additions; concat, data move: 0)."""
-        if self.op in (OpKind.CONCAT, OpKind.DATA_MOVE):
-            return 0
-        if self.op is OpKind.ADD:
-            return self.n * self.groups * self.p * self.q * (self.input_count - 1)
         size = 1
         for d in DIMS:
             size *= self.dims[d]
-        return size
+        return size * self.ops_per_point
+
+    @property
+    def ops_per_point(self) -> int:
+        """Operations per point of the loop nest: 1 multiply-accumulate for a conv, FC or matmul and
+        one window step for a pool; an n-ary add or mul does n-1 operations per element, the other
+        element-wise kinds ``ELEMENTWISE_OPS``; concat, data move and embedding compute nothing."""
+        if self.op in (OpKind.CONCAT, OpKind.DATA_MOVE, OpKind.EMBEDDING):
+            return 0
+        if self.op is OpKind.ADD:
+            return self.input_count - 1 + self.b_activation
+        if self.op is OpKind.MUL:
+            return max(1, self.input_count - 1 + self.b_activation)
+        return ELEMENTWISE_OPS.get(self.op, 1)
 
     @property
     def has_weights(self) -> bool:
-        return self.op.has_weights
+        """Whether the weight operand is a weight tensor (parameters; a matmul's B may be an activation)."""
+        return self.op.has_weights or (self.op is OpKind.MATMUL and not self.b_activation)
+
+    @property
+    def has_weight_operand(self) -> bool:
+        """Whether the nest's weight operand moves data: a weight tensor, a matmul's activation B or
+        a norm's per-channel scale."""
+        return self.has_weights or self.op is OpKind.MATMUL or self.op in SCALED_OPS or self.b_activation
+
+    @property
+    def params(self) -> int:
+        """Weight elements of the layer (parameters; a matmul's activation B is not one)."""
+        return 0 if self.b_activation else self.elements(Operand.WEIGHT)
 
     @property
     def moves_data(self) -> bool:
@@ -322,7 +385,11 @@ class Layer:
         if operand is Operand.INPUT:
             return self.n * self.c_in * self.h * self.w * self.input_count
         if operand is Operand.WEIGHT:
-            return self.k_out * (self.c_in // self.groups) * self.r * self.s if self.has_weights else 0
+            if self.op is OpKind.EMBEDDING:
+                return self.table_rows * self.c_in
+            if self.op in SCALED_OPS or (self.b_activation and self.op is not OpKind.MATMUL):
+                return self.groups  # a per-channel vector: a norm's scale, an add's broadcast row
+            return self.k_out * (self.c_in // self.groups) * self.r * self.s if self.has_weight_operand else 0
         return self.n * self.k_out * self.p * self.q
 
     def tensor_bytes(self, operand: Operand) -> int:
@@ -352,14 +419,17 @@ class Layer:
     def signature(self) -> tuple[object, ...]:
         """Everything planning depends on (not the name or graph edges): equal signatures plan alike."""
         return (self.op, self.n, self.c_in, self.h, self.w, self.k_out, self.r, self.s, self.groups,
-                self.stride, self.pad, self.dilation, self.input_count, self.precision, self.out_hw)
+                self.stride, self.pad, self.dilation, self.input_count, self.precision, self.out_hw,
+                self.b_activation, self.table_rows)
 
     def shape_str(self) -> str:
         """Compact human-readable shape, e.g. ``64x56x56 -> 64x56x56 k3x3/s1``."""
         core = f"{self.c_in}x{self.h}x{self.w} -> {self.k_out}x{self.p}x{self.q}"
         if self.op is OpKind.DATA_MOVE:
             return core + " move"
-        if self.op in (OpKind.ADD, OpKind.CONCAT, OpKind.FC):
+        if self.op is OpKind.MATMUL:
+            return core + (" x act" if self.b_activation else "") + (f" g{self.groups}" if self.groups > 1 else "")
+        if self.op in (OpKind.ADD, OpKind.CONCAT, OpKind.FC, OpKind.EMBEDDING) or self.op.is_elementwise:
             return core
         extra = f" k{self.r}x{self.s}/s{self.stride[0]}"
         if self.groups > 1 and not self.op.channelwise:

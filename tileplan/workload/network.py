@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
+from tileplan.dims import Operand
 from tileplan.errors import WorkloadError
 from tileplan.workload.layer import Layer, OpKind, Precision
 
@@ -50,6 +51,9 @@ class Network:
                 raise WorkloadError(f"{where}: concat of {[(p.k_out, p.p, p.q) for p in producers]} does not "
                                     f"give {layer.c_in}x{layer.h}x{layer.w}")
             return
+        if layer.op is OpKind.MATMUL or layer.op.is_elementwise or layer.b_activation:
+            self._check_elements(layer, producers, where)
+            return
         if layer.op is OpKind.ADD:
             for p in producers:
                 if (p.n, p.k_out, p.p, p.q) != (layer.n, layer.c_in, layer.h, layer.w):
@@ -73,6 +77,30 @@ class Network:
             return
         raise WorkloadError(f"{where}: expects input {layer.n}x{layer.c_in}x{layer.h}x{layer.w} but "
                             f"{p.name!r} produces {p.n}x{p.k_out}x{p.p}x{p.q}")
+
+    @staticmethod
+    def _check_elements(layer: Layer, producers: list[Layer], where: str) -> None:
+        """Transformer kinds read their producers through views (head splits, transposes of a
+        matmul's B, flattened batch): only element counts must agree. A matmul reads A from its first
+        producer and an activation B from the second; an element-wise layer ``input_count`` tensors."""
+        if layer.op is OpKind.MATMUL:
+            want = [layer.elements(Operand.INPUT)] + ([layer.elements(Operand.WEIGHT)] if layer.b_activation else [])
+            names = ["A", "B"]
+        else:
+            want = [layer.elements(Operand.INPUT) // layer.input_count] * layer.input_count
+            names = [f"input {i}" for i in range(layer.input_count)]
+            if layer.b_activation:  # then the broadcast row
+                want, names = want + [layer.elements(Operand.WEIGHT)], names + ["broadcast operand"]
+        if len(producers) > len(want):
+            raise WorkloadError(f"{where}: a {layer.op.value} layer reads {len(want)} tensor(s), got "
+                                f"{len(producers)} producers")
+        for name, count, p in zip(names, want, producers, strict=False):
+            made = p.elements(Operand.OUTPUT)
+            if made != count and not (layer.op is OpKind.MATMUL and made % count == 0):
+                # (a matmul operand may be a slice of its producer: ViT's head reads the class token,
+                # GPT-2's attention Q, K and V are thirds of one projection)
+                raise WorkloadError(f"{where}: its {name} has {count:,} elements but {p.name!r} produces "
+                                    f"{made:,} ({p.n}x{p.k_out}x{p.p}x{p.q})")
 
     def __iter__(self) -> Iterator[Layer]:
         return iter(self.layers)
@@ -101,10 +129,8 @@ class Network:
 
     @property
     def params(self) -> int:
-        """Weight elements (biases are not modelled)."""
-        from tileplan.dims import Operand
-
-        return sum(layer.elements(Operand.WEIGHT) for layer in self.layers)
+        """Weight elements (biases are not modelled; a matmul's activation B is not a weight)."""
+        return sum(layer.params for layer in self.layers)
 
     def with_precision(self, precision: Precision) -> Network:
         """The network with every layer that has no precision yet set to ``precision``."""

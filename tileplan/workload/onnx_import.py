@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from tileplan.errors import UnsupportedOperatorError, WorkloadError
+from tileplan.errors import UnsupportedOperatorError, WorkloadError, printable
 from tileplan.workload._onnx_common import (
     LINEAR,
     REDUCE_POOL,
@@ -54,14 +54,15 @@ from tileplan.workload._onnx_common import (
     op_label,
 )
 from tileplan.workload._onnx_convert import Converter
+from tileplan.workload._onnx_xformer import INT_TYPES
 from tileplan.workload.layer import Layer
 from tileplan.workload.network import Network
 
 __all__ = ["OnnxFileError", "OnnxShapeError", "load_onnx"]
 
 
-def load_onnx(path: str | os.PathLike[str], *, batch: int | None = None, skip_unsupported: bool = False
-              ) -> Network:
+def load_onnx(path: str | os.PathLike[str], *, batch: int | None = None, skip_unsupported: bool = False,
+              seq: int | None = None) -> Network:
     """The network in the ONNX file ``path``.
 
     ``batch`` sets the batch size N (default: the model's own, 1 when it is symbolic). Raises
@@ -75,6 +76,7 @@ def load_onnx(path: str | os.PathLike[str], *, batch: int | None = None, skip_un
         raise WorkloadError(f"{p}: batch size must be positive, got {batch}")
     model = _read(p)
     graph = model.graph
+    validate_graph(graph, p)
     consts = Constants(graph)
     nodes = _toposort(graph, consts, p)
     static = _static_tensors(nodes, consts)
@@ -82,16 +84,22 @@ def load_onnx(path: str | os.PathLike[str], *, batch: int | None = None, skip_un
     if problems and not skip_unsupported:
         raise UnsupportedOperatorError(_unsupported_message(p, nodes, problems))
     inputs = _activation_inputs(graph, consts, p)
-    native = _pin_batch(graph, inputs, p)
-    shapes = _infer_shapes(model, p)
+    native = _pin_batch(graph, inputs, p, seq)
+    shapes, types = _infer_shapes(model, p)
     used = {t for node in graph.node for t in node.input} | {o.name for o in graph.output}
     producers = {out: node for node in graph.node for out in node.output if out}
-    conv = Converter(p, shapes, consts, static, used, producers, skip_unsupported)
+    conv = Converter(p, shapes, consts, static, used, producers, skip_unsupported, list(graph.node))
     for vi in inputs:
-        conv.add_input(vi.name, _dims(vi) or ())
+        conv.add_input(vi.name, _dims(vi) or (), vi.type.tensor_type.elem_type)
+    conv.types = types
     for index, node in nodes:
         if any(out and out not in static for out in node.output):  # else: constants or shape metadata
-            conv.convert(node, index, supported=index not in problems)
+            try:
+                conv.convert(node, index, supported=index not in problems)
+            except WorkloadError as err:
+                if str(err).startswith(str(p)):
+                    raise
+                raise type(err)(f"{p}: {err}") from None
     conv.warn_skipped()
     if not conv.layers:
         raise WorkloadError(f"{p}: the graph has no convolution, pooling, FC or other plannable layer")
@@ -107,6 +115,37 @@ def load_onnx(path: str | os.PathLike[str], *, batch: int | None = None, skip_un
 
 
 # --------------------------------------------------------------------- reading
+#: ``auto_pad`` values ONNX defines.
+AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def validate_graph(graph: onnx.GraphProto, path: Path) -> None:
+    """Refuse a graph that breaks ONNX's rules in ways an import would otherwise paper over, naming
+    the node: a tensor written twice (by two nodes, or by a node and the graph's inputs or
+    initializers), a node that reads its own output, an ``auto_pad`` ONNX does not define."""
+    written: dict[str, str] = {vi.name: "a graph input" for vi in graph.input}
+    written.update({t.name: "an initializer" for t in graph.initializer})
+    for index, node in enumerate(graph.node):
+        label = f"node {printable(node.name or f'{node.op_type.lower()}{index}')!r} ({node.op_type})"
+        for out in node.output:
+            if not out:
+                continue
+            if out in node.input:
+                raise OnnxFileError(f"{path}: {label} reads its own output {printable(out)!r}; not a valid "
+                                    f"ONNX graph (each tensor is computed before it is read)")
+            if out in written:
+                raise OnnxFileError(f"{path}: {label} writes tensor {printable(out)!r}, which {written[out]} "
+                                    f"already defines; ONNX tensors are written once: rename one of them")
+            written[out] = f"{label}"
+        for a in node.attribute:
+            if a.name != "auto_pad":
+                continue
+            text = a.s.decode("utf-8", errors="replace")
+            if text not in (*AUTO_PADS, ""):
+                raise OnnxFileError(f"{path}: {label} has auto_pad={printable(text)!r}; ONNX defines "
+                                    f"{', '.join(AUTO_PADS)}")
+
+
 def _read(path: Path) -> onnx.ModelProto:
     if not path.is_file():
         raise OnnxFileError(f"{path}: no such ONNX file")
@@ -197,8 +236,10 @@ def _problem(node: onnx.NodeProto, static: set[str], consts: Constants) -> str:
         weight = consts.shape(node.input[1]) if len(node.input) > 1 else None
         if len(ints(node, "kernel_shape", [])) > 2 or (weight is not None and len(weight) > 4):
             return "Conv (3-D)"
-    if op in LINEAR and (len(node.input) < 2 or node.input[1] not in static or node.input[0] in static):
+    if op == "Gemm" and (len(node.input) < 2 or node.input[1] not in static or node.input[0] in static):
         return f"{op} (of two activations)"
+    if op in LINEAR and node.input[0] in static:
+        return f"{op} (of a constant by an activation)"
     if op == "Gemm" and attr(node, "transA", 0):
         return "Gemm (transA=1)"
     if op in REDUCE_POOL:
@@ -206,7 +247,7 @@ def _problem(node: onnx.NodeProto, static: set[str], consts: Constants) -> str:
         if not axes and len(node.input) > 1:
             value = consts.value(node.input[1])
             axes = [] if value is None else [int(a) for a in np.ravel(value)]
-        if sorted(axes) not in ([2, 3], [-2, -1]):
+        if sorted(axes) not in ([2, 3], [-2, -1]) and not (op == "ReduceMean" and len(axes) == 1):
             return f"{op} (over axes other than H, W)"
     return ""
 
@@ -243,9 +284,12 @@ def _activation_inputs(graph: onnx.GraphProto, consts: Constants, path: Path) ->
     return inputs
 
 
-def _pin_batch(graph: onnx.GraphProto, inputs: list[onnx.ValueInfoProto], path: Path) -> int:
-    """Set a symbolic batch (axis 0) of every input to 1; returns the first input's batch."""
+def _pin_batch(graph: onnx.GraphProto, inputs: list[onnx.ValueInfoProto], path: Path, seq: int | None = None) -> int:
+    """Set a symbolic batch (axis 0) of every input to 1 and a symbolic sequence length (axis 1 of an
+    integer input, e.g. token ids or an attention mask, or of a rank-3 input) to ``seq``; returns
+    the first input's batch."""
     unknown: list[str] = []
+    pinned = False
     for vi in inputs:
         tt = vi.type.tensor_type
         if not vi.type.HasField("tensor_type") or not tt.HasField("shape"):
@@ -257,17 +301,27 @@ def _pin_batch(graph: onnx.GraphProto, inputs: list[onnx.ValueInfoProto], path: 
             if d.HasField("dim_value"):
                 raise OnnxShapeError(f"{path}: input {vi.name!r} has size {d.dim_value} on axis {axis}: every size "
                                      f"of an input must be at least 1; re-export with the real input size")
+            tokens = tt.elem_type in INT_TYPES or len(tt.shape.dim) == 3
             if axis == 0:
                 d.dim_value = 1
+            elif axis == 1 and tokens and seq is not None:
+                d.dim_value = seq
+                pinned = True
+            elif axis == 1 and tokens:
+                raise OnnxShapeError(f"{path}: input {vi.name!r} has a dynamic sequence length (axis 1, "
+                                     f"{d.dim_param or '?'}); give the tokens to plan with --seq N (API: seq=N)")
             else:
                 unknown.append(f"{vi.name!r} axis {axis} ({d.dim_param or '?'})")
     if unknown:
         raise OnnxShapeError(f"{path}: input size unknown for {', '.join(unknown)}; tileplan needs static "
                              f"input shapes (only the batch may be symbolic): re-export with a fixed size")
+    if seq is not None and not pinned:
+        raise OnnxShapeError(f"{path}: --seq {seq} given but no input has a dynamic sequence length (axis 1 of "
+                             f"token ids or of a 3-D input); drop --seq, the export's own sizes apply")
     return inputs[0].type.tensor_type.shape.dim[0].dim_value if inputs[0].type.tensor_type.shape.dim else 1
 
 
-def _infer_shapes(model: onnx.ModelProto, path: Path) -> dict[str, tuple[int, ...]]:
+def _infer_shapes(model: onnx.ModelProto, path: Path) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
     """Fully known shapes of every tensor after ONNX shape inference (with data propagation, so
     shapes computed by Shape/Gather/Concat chains are known)."""
     # Custom-domain nodes often come without an opset import, which makes inference refuse the
@@ -283,11 +337,14 @@ def _infer_shapes(model: onnx.ModelProto, path: Path) -> dict[str, tuple[int, ..
                              f"graph or give it static shapes") from None
     shapes: dict[str, tuple[int, ...]] = {}
     g = inferred.graph
+    types = {t.name: int(t.data_type) for t in g.initializer}
     for vi in [*g.input, *g.value_info, *g.output]:
+        if vi.type.tensor_type.elem_type:
+            types[vi.name] = int(vi.type.tensor_type.elem_type)
         dims = _dims(vi)
         if dims is not None or (vi.type.tensor_type.HasField("shape") and not vi.type.tensor_type.shape.dim):
             shapes[vi.name] = dims or ()
-    return shapes
+    return shapes, types
 
 
 def _rebatch(layers: list[Layer], native: int, batch: int, path: Path) -> list[Layer]:

@@ -14,19 +14,28 @@ from tileplan.dims import Operand
 from tileplan.errors import WorkloadError
 from tileplan.workload.layer import Layer, OpKind, Precision
 from tileplan.workload.network import Network
-from tileplan.workload.zoo.classic import alexnet, lenet5, vgg16, vgg19
+from tileplan.workload.zoo.classic import alexnet, alexnet_grouped, lenet5, vgg16, vgg19
 from tileplan.workload.zoo.densenet import densenet121
 from tileplan.workload.zoo.inception import googlenet, inceptionv3
 from tileplan.workload.zoo.marvel import marvel15
 from tileplan.workload.zoo.mobile import mobilenetv2
 from tileplan.workload.zoo.resnet import resnet18, resnet50, resnext50
 from tileplan.workload.zoo.squeezenet import squeezenet1_0, squeezenet1_1
+from tileplan.workload.zoo.transformers import (
+    bert_base,
+    gpt2,
+    gpt2_decode,
+    llama3_8b_block,
+    llama3_8b_block_decode,
+    vit_b16,
+)
 from tileplan.workload.zoo.yolo import tinyyolov2, yolov2
 
-#: name -> builder taking the batch size.
-BUILDERS: dict[str, Callable[[int], Network]] = {
+#: Convolutional networks: name -> builder taking the batch size.
+BUILDERS: dict[str, Callable[..., Network]] = {
     "lenet5": lenet5,
     "alexnet": alexnet,
+    "alexnet_grouped": alexnet_grouped,
     "vgg16": vgg16,
     "vgg19": vgg19,
     "resnet18": resnet18,
@@ -42,31 +51,56 @@ BUILDERS: dict[str, Callable[[int], Network]] = {
     "tinyyolov2": tinyyolov2,
 }
 
+#: Transformers: name -> builder taking the batch size, the token count ``seq`` and the KV-cache
+#: length ``kv`` (``None``: the network's default).
+TRANSFORMERS: dict[str, Callable[..., Network]] = {
+    "bert-base": bert_base,
+    "vit-b16": vit_b16,
+    "gpt2": gpt2,
+    "gpt2-decode": gpt2_decode,
+    "llama3-8b-block": llama3_8b_block,
+    "llama3-8b-block-decode": llama3_8b_block_decode,
+}
+SHAPED = frozenset(TRANSFORMERS)
+
 
 #: Workload sets: independent layers that papers evaluate, usable wherever a network name is.
 SETS: dict[str, Callable[[int], Network]] = {"marvel15": marvel15}
 
 
 def names() -> list[str]:
-    """Names of the built-in networks, in a stable order."""
+    """Names of the built-in convolutional networks, in a stable order (``transformer_names`` lists
+    the transformers)."""
     return list(BUILDERS)
 
 
-def get(name: str, batch: int = 1) -> Network:
-    """The built-in network ``name`` at batch size ``batch``."""
+def transformer_names() -> list[str]:
+    """Names of the built-in transformers, in a stable order."""
+    return list(TRANSFORMERS)
+
+
+def get(name: str, batch: int = 1, *, seq: int | None = None, kv: int | None = None) -> Network:
+    """The built-in network ``name`` at batch size ``batch`` (transformers: ``seq`` tokens, a KV cache
+    of ``kv`` tokens for the decode networks; ``None`` = the network's default)."""
     key = name.strip().lower().replace("-", "").replace("_", "")
-    for known, builder in (BUILDERS | SETS).items():
-        if known.replace("_", "") == key:
+    for known, builder in (BUILDERS | TRANSFORMERS | SETS).items():
+        if known.replace("_", "").replace("-", "") == key:
             if batch < 1:
                 raise WorkloadError(f"batch size must be positive, got {batch}")
+            if known in SHAPED:
+                return builder(batch, seq, kv)  # type: ignore[call-arg]
+            if seq is not None or kv is not None:
+                raise WorkloadError(f"{known} has no token count or KV cache; --seq / --kv are for "
+                                    f"{', '.join(sorted(SHAPED))}")
             return builder(batch)
-    raise WorkloadError(f"unknown network {name!r}; built-in networks are: {', '.join(BUILDERS)}; "
+    raise WorkloadError(f"unknown network {name!r}; built-in networks are: {', '.join(BUILDERS | TRANSFORMERS)}; "
                         f"workload sets: {', '.join(SETS)} (or give a path to an .onnx file)")
 
 
 def _kernel_cells(layer: Layer) -> tuple[str, str, str, int]:
-    if layer.op in (OpKind.FC, OpKind.ADD, OpKind.CONCAT, OpKind.DATA_MOVE):
-        return "-", "-", "-", 1
+    if layer.op in (OpKind.FC, OpKind.ADD, OpKind.CONCAT, OpKind.DATA_MOVE, OpKind.MATMUL, OpKind.EMBEDDING) \
+            or layer.op.is_elementwise:
+        return "-", "-", "-", layer.groups if layer.op is OpKind.MATMUL else 1  # a matmul's heads
     return (f"{layer.r}x{layer.s}", f"{layer.stride[0]}x{layer.stride[1]}",
             ",".join(str(p) for p in layer.pad), layer.groups)
 
@@ -89,6 +123,8 @@ def summary_rows(network: Network) -> list[dict[str, str | int]]:
         precision = layer.precision or Precision()
         kernel, stride, pad, groups = _kernel_cells(layer)
         in_bytes = layer.elements(Operand.INPUT) * precision.input
+        if layer.b_activation:  # a matmul's activation B is an input too
+            in_bytes += layer.elements(Operand.WEIGHT) * precision.weight
         out_bytes = layer.elements(Operand.OUTPUT) * precision.output
         rows.append({
             "name": layer.name,
@@ -100,7 +136,7 @@ def summary_rows(network: Network) -> list[dict[str, str | int]]:
             "pad": pad,
             "groups": groups,
             "macs": layer.macs,
-            "weight_bytes": layer.elements(Operand.WEIGHT) * precision.weight,
+            "weight_bytes": layer.params * precision.weight,
             "input_bytes": in_bytes,
             "output_bytes": out_bytes,
             "activation_bytes": in_bytes + out_bytes,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tileplan.errors import TileplanError
+from tileplan.files import read_text_input
 from tileplan.plan import NetworkPlan
 
 
@@ -48,10 +49,7 @@ class Correlation:
 
 def read_measured(path: str | Path) -> dict[str, float]:
     """``layer,seconds`` rows (a header naming those two columns; other columns are ignored)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise TileplanError(f"cannot read measurements {path}: {err}") from None
+    text = read_text_input(path, "measurements file (CSV)")
     reader = csv.DictReader(io.StringIO(text))
     if reader.fieldnames is None or not {"layer", "seconds"} <= set(reader.fieldnames):
         raise TileplanError(f"{path}: the CSV needs a header with columns 'layer' and 'seconds'")
@@ -82,4 +80,8 @@ def correlate(plan: NetworkPlan, measured: dict[str, float]) -> Correlation:
                             f"the CSV's 'layer' column must name the plan's layers")
     modelled = tuple(by_name[n].cost.latency_cycles / plan.clock_hz for n in names)
     times = tuple(measured[n] for n in names)
+    for what, values in (("measured", times), ("modelled", modelled)):
+        if len(set(values)) == 1:
+            raise TileplanError(f"every {what} time is the same ({values[0]:.6g} s over {len(values)} layers): a "
+                                f"correlation needs times that vary; measure more (or different) layers")
     return Correlation(tuple(names), modelled, times, pearson(modelled, times), unmatched)
