@@ -146,7 +146,14 @@ REAL = [  # (layer reduced in spatial size, arch, cluster split, core split)
 ]
 
 
-@pytest.mark.parametrize(("layer", "arch", "clusters", "cores"), REAL, ids=[c[0].name for c in REAL])
+#: Executed in full only by `make test-all` (about 30 s each); the default run keeps the other NMP
+#: multicore cases (mobilenet, resnext, the pools, fc8: G, K and P split over clusters and cores).
+SLOW_REAL = {"vgg16.conv3_1", "alexnet.conv1"}
+
+
+@pytest.mark.parametrize(("layer", "arch", "clusters", "cores"),
+                         [pytest.param(*c, id=c[0].name, marks=[pytest.mark.slow] if c[0].name in SLOW_REAL else [])
+                          for c in REAL])
 def test_real_layer_shapes_on_presets(layer: Layer, arch: Arch, clusters: tuple[int, ...],
                                       cores: tuple[int, ...]) -> None:
     mapping = pick_mapping(layer, arch, clusters, cores)
