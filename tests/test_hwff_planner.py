@@ -44,8 +44,12 @@ def test_kept_groups_improve_and_never_worse(plans, name):
         assert plan.groups, (name, obj)
         for g in plan.groups:
             assert len(g.layers) == 2 and g.partition["kind"] in ("temporal", "spatial")
-            assert float(o.combine(g.cost.latency_cycles, g.cost.energy_pj, g.cost.dram_bytes)) < \
-                float(o.combine(g.unfused.latency_cycles, g.unfused.energy_pj, g.unfused.dram_bytes))
+            # A kept group beats its layers alone on the objective, or ties it and wins the per-layer
+            # search's tie-break (latency, DRAM bytes, energy): conv1_1+conv1_2 of VGG16 on latency.
+            def key(c, o=o):
+                return (float(o.combine(c.latency_cycles, c.energy_pj, c.dram_bytes)), c.latency_cycles,
+                        c.dram_bytes, c.energy_pj)
+            assert key(g.cost) < key(g.unfused)
             assert g.mapping.overlap.value == "reuse" and all(g.mapping.resident)
         total = float(o.combine(plan.latency_cycles, plan.energy_pj, plan.dram_bytes))
         single = base[obj]
