@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint venv clean bench chromium docs docs-images docs-check
+.PHONY: demo test test-all lint venv clean bench chromium docs docs-images docs-check
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,10 +24,19 @@ chromium:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1; } || \
 	  echo "note: chromium is missing and could not be installed; the HTML report's browser test will be skipped"
 
+# pytest runs on every core, at most 8 workers (pytest-xdist); `make test` leaves out the tests marked
+# slow (each has a reduced version in the default run), `make test-all` runs everything.
+WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 8 ] && n=8; echo $$n)
+
 test: $(STAMP) chromium
 	$(BIN)/ruff check tileplan tests
 	$(BIN)/mypy tileplan
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(WORKERS) -m "not slow"
+
+test-all: $(STAMP) chromium
+	$(BIN)/ruff check tileplan tests
+	$(BIN)/mypy tileplan
+	$(BIN)/pytest -n $(WORKERS) -m "slow or not slow"
 
 bench: $(STAMP)
 	$(BIN)/tileplan bench

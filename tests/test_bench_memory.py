@@ -1,5 +1,5 @@
 """``bench``'s peak memory is the process tree's: children that each hold a known number of bytes at
-the same time add up (``getrusage``'s per-process maxima, the old figure, see only the largest one).
+the same time add up (``getrusage``'s per-process maxima, the old figure, see one process at a time).
 
 The measuring process is a fresh interpreter, so its own resident set is small and known."""
 
@@ -53,9 +53,8 @@ def test_peak_adds_up_children_alive_together() -> None:
     # Both blocks were resident at once, beside the measuring process: the tree's peak holds all three.
     assert got["sampled"] >= got["own"] + 2 * HOLD
     assert got["tree"] == max(got["sampled"], got["per_process"])
-    # getrusage's maxima (the figure bench printed before) cannot see two children at once; under load
-    # their interpreters' own memory varies, so only the tree's figure is asserted against the blocks.
-    assert got["own"] + 2 * HOLD <= got["tree"]
+    # (getrusage's maxima, the figure bench printed before, see one process at a time: here the larger of
+    # one child and whatever the measuring process inherited at exec -- not comparable, so not asserted.)
 
 
 def test_peak_of_this_process_alone_is_at_least_its_resident_set() -> None:

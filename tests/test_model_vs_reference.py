@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 from helpers import toy_arch
-from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import walk
+from sweeps import sweep
 
 from tileplan.cost.batch import MappingBatch
 from tileplan.cost.model import evaluate
@@ -42,8 +42,7 @@ def layer_and_mapping(draw):
     return layer, mapping
 
 
-@settings(max_examples=150, deadline=None)
-@given(layer_and_mapping(), st.sampled_from([4, 8, 16, 64]))
+@sweep(40, 150, layer_and_mapping(), st.sampled_from([4, 8, 16, 64]))
 def test_model_equals_loop_walk(case, burst):
     layer, mapping = case
     arch = toy_arch(burst=burst)
@@ -53,6 +52,9 @@ def test_model_equals_loop_walk(case, burst):
     assert cost.dram_write_bytes[0] == ref.write_bytes
     np.testing.assert_array_equal(cost.dram_bursts[0], ref.bursts)
     assert cost.compute_cycles[0] == ref.compute_cycles
+
+
+test_model_equals_loop_walk_full = test_model_equals_loop_walk.full
 
 
 def test_flattened_and_unrolled_compute_match_walk():

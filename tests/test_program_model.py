@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from fixtures.program_cases import layers, mappings
 from helpers import toy_arch
-from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sweeps import sweep
 
 from tileplan.arch import load
 from tileplan.arch.spec import Arch
@@ -26,8 +26,6 @@ from tileplan.workload.layer import Layer, Precision
 
 NMP = load("nmp")
 EYERISS = load("eyeriss")
-def examples(count: int) -> settings:
-    return settings(max_examples=count, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def _check(layer: Layer, arch: Arch, mapping: Mapping, seed: int = 0) -> VerifyResult:
@@ -47,8 +45,7 @@ def _check(layer: Layer, arch: Arch, mapping: Mapping, seed: int = 0) -> VerifyR
     return verdict
 
 
-@examples(300)
-@given(st.data(), st.sampled_from([4, 8, 16, 64, 0]), st.booleans(), st.booleans())
+@sweep(60, 300, st.data(), st.sampled_from([4, 8, 16, 64, 0]), st.booleans(), st.booleans(), suppress=True)
 def test_single_core_counts_equal_model(data: st.DataObject, burst: int, double: bool, unified: bool) -> None:
     """Toy accelerators of every burst size, double-buffered or not, unified or per-operand
     memories, and (``burst == 0``) the eyeriss preset."""
@@ -58,22 +55,25 @@ def test_single_core_counts_equal_model(data: st.DataObject, burst: int, double:
     _check(layer, arch, data.draw(mappings(layer)))
 
 
-@examples(250)
-@given(st.data())
+@sweep(50, 250, st.data(), suppress=True)
 def test_nmp_multicore_counts_equal_model(data: st.DataObject) -> None:
     layer = data.draw(layers(precision=False))
     mapping = data.draw(mappings(layer, clusters=4, cores=8))
     _check(layer, NMP, mapping)
 
 
-@examples(150)
-@given(st.data(), st.booleans(), st.booleans(), st.sampled_from([8, 32]))
+@sweep(30, 150, st.data(), st.booleans(), st.booleans(), st.sampled_from([8, 32]), suppress=True)
 def test_multicore_with_and_without_multicast(data: st.DataObject, multicast: bool, double: bool,
                                               burst: int) -> None:
     arch = toy_arch(burst=burst, clusters=2, cores=3, multicast=multicast, double_buffering=double)
     layer = data.draw(layers())
     mapping = data.draw(mappings(layer, clusters=2, cores=3))
     _check(layer, arch, mapping)
+
+
+test_single_core_counts_equal_model_full = test_single_core_counts_equal_model.full
+test_nmp_multicore_counts_equal_model_full = test_nmp_multicore_counts_equal_model.full
+test_multicore_with_and_without_multicast_full = test_multicore_with_and_without_multicast.full
 
 
 def test_multicast_shares_input_loads_across_the_cores_of_a_cluster() -> None:
@@ -146,7 +146,14 @@ REAL = [  # (layer reduced in spatial size, arch, cluster split, core split)
 ]
 
 
-@pytest.mark.parametrize(("layer", "arch", "clusters", "cores"), REAL, ids=[c[0].name for c in REAL])
+#: Executed in full only by `make test-all` (about 30 s each); the default run keeps the other NMP
+#: multicore cases (mobilenet, resnext, the pools, fc8: G, K and P split over clusters and cores).
+SLOW_REAL = {"vgg16.conv3_1", "alexnet.conv1"}
+
+
+@pytest.mark.parametrize(("layer", "arch", "clusters", "cores"),
+                         [pytest.param(*c, id=c[0].name, marks=[pytest.mark.slow] if c[0].name in SLOW_REAL else [])
+                          for c in REAL])
 def test_real_layer_shapes_on_presets(layer: Layer, arch: Arch, clusters: tuple[int, ...],
                                       cores: tuple[int, ...]) -> None:
     mapping = pick_mapping(layer, arch, clusters, cores)

@@ -123,4 +123,7 @@ def test_screenshot_is_written(page: Any) -> None:
     png = base64.b64decode(data)
     assert png.startswith(b"\x89PNG") and len(png) > 20_000  # a blank page is a few KB
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    (ARTIFACTS / "report-lenet5.png").write_bytes(png)
+    # Written beside and renamed, so runs side by side (pytest -n, two checkouts) never see half a file.
+    part = ARTIFACTS / f"report-lenet5.png.{os.getpid()}"
+    part.write_bytes(png)
+    part.replace(ARTIFACTS / "report-lenet5.png")

@@ -7,6 +7,7 @@ import numpy as np
 from helpers import toy_arch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sweeps import sweep
 
 from tileplan.cost.model import reload_factors, reload_factors_orders
 from tileplan.cost.problem import Problem
@@ -142,8 +143,7 @@ def random_groups(draw):
     return groups, weights, mem_of, has, cap
 
 
-@settings(max_examples=300, deadline=None)
-@given(random_groups())
+@sweep(60, 300, random_groups())
 def test_compiled_walk_equals_the_definition_on_random_groups(case) -> None:
     """The compiled walk keeps exactly the combinations that fit and in which no candidate has a
     dominator that would fit in its place, in lexicographic order; the vectorised breadth-first form
@@ -178,6 +178,11 @@ def test_compiled_walk_equals_the_definition_on_random_groups(case) -> None:
         return
     fast = space._compiled_rows(problem, groups, weights, mem_of, cap)  # type: ignore[arg-type]
     assert [tuple(r) for r in fast.tolist()] == want
+
+
+
+test_compiled_walk_equals_the_definition_on_random_groups_full = \
+    test_compiled_walk_equals_the_definition_on_random_groups.full
 
 
 @settings(max_examples=40, deadline=None)
