@@ -1,8 +1,9 @@
 """A plain walk of a three-level loop nest as written: every DRAM tile, inside it every step with
 its real (remainder) extents, inside it every child's piece. An operand's tile (what one step
 covers of the dimensions indexing it) is loaded when its indices change: then every active child
-receives its piece (a child that becomes active later while the tile is unchanged receives it then). No reload rule is assumed (in particular not "a
-loop with more than one trip anywhere is multi-trip everywhere"): loads are *observed*.
+receives its piece (a child that becomes active later while the tile is unchanged receives it
+then). No reload rule is assumed (in particular not "a loop with more than one trip in any tile is
+multi-trip in every tile"): loads are *observed*.
 
 Counts (elements, summed over children): ``fills`` every piece a child loads; ``reads`` what the
 parent memory reads for them -- the distinct pieces loaded at one iteration (a multicast is read
