@@ -9,8 +9,10 @@ real addresses) and the layers run one by one on whole tensors (bit-exact output
 from __future__ import annotations
 
 import math
+import shutil
 from dataclasses import replace
 from itertools import product
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -171,3 +173,15 @@ def test_every_mapping_the_fused_search_can_return_counts_what_the_model_predict
 @pytest.mark.slow
 def test_every_mapping_the_fused_search_can_return_counts_what_the_model_predicts_more() -> None:
     assert _check_space(_groups(GROUPS) + _groups(MERGE_GROUPS, merge=True), 40, 7) >= 200
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler: `cc` is not on PATH")
+@pytest.mark.parametrize("outer", [False, True])
+def test_reuse_with_a_chunked_map_in_c(outer: bool, tmp_path: Path) -> None:
+    """The C backend runs the same program (its DROP spares the pixels a KEEP marked): bit-exact,
+    and it prints the model's bytes, bursts and MACs."""
+    from test_fusion_cgen import _check
+
+    layers = shrink("resnet50", ["res2a_conv1", "res2a_conv2"], 9, 16)
+    mapping = fused(layers, 3, 4, chunk=(2,), resident=(False, False), overlap=Overlap.REUSE)
+    _check(FusedGroup(tuple(layers)), replace(mapping, chunk_outer=outer), tmp_path)
