@@ -3,13 +3,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint venv clean bench chromium
+.PHONY: demo test lint venv clean bench chromium docs docs-images docs-check
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
-	$(BIN)/python -m tileplan.cost.compiled  # compile the cost kernel once (numba caches it)
+	$(BIN)/python -m compileall -q tileplan  # bytecode now: a read-only install never recompiles it
+	$(BIN)/python -m tileplan.warmup  # compile every loop once (numba caches it)
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -30,6 +31,20 @@ test: $(STAMP) chromium
 
 bench: $(STAMP)
 	$(BIN)/tileplan bench
+
+# docs/cli.md is generated from the commands' own --help (tests/test_docs.py fails while it is stale).
+docs: $(STAMP)
+	$(BIN)/python -m tileplan.cli.docgen > docs/cli.md.tmp && mv docs/cli.md.tmp docs/cli.md
+
+# The README's picture: ResNet-18 on the Eyeriss-like preset, drawn by `plan --plots`.
+docs-images: $(STAMP)
+	@tmp=$$(mktemp -d) && $(BIN)/tileplan plan resnet18 --arch eyeriss --plots $$tmp/figs >/dev/null && \
+	  mkdir -p docs/img && cp $$tmp/figs/roofline.svg docs/img/resnet18-eyeriss-roofline.svg && rm -rf $$tmp && \
+	  echo "wrote docs/img/resnet18-eyeriss-roofline.svg"
+
+# Every command in README.md and docs/ (tests/test_docs.py), the long-running ones included.
+docs-check: $(STAMP)
+	TILEPLAN_DOCS_CHECK=1 $(BIN)/pytest -p no:cacheprovider tests/test_docs.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

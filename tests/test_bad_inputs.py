@@ -65,6 +65,43 @@ def onnx_conv(shape: tuple[int, int, int, int], *, name: str = "x", node_name: s
     return onnx.shape_inference.infer_shapes(helper.make_model(graph)).SerializeToString()
 
 
+_TL = Path(__file__).parent.parent / "tileplan" / "experiments" / "reference" / "timeloop" / "eyeriss_like"
+TL_FILES = {"p.yaml": (_TL / "problem.yaml").read_text(), "a.yaml": (_TL / "arch.yaml").read_text(),
+            "m.yaml": (_TL / "map.yaml").read_text()}
+TL_EVAL = ["eval", "p.yaml", "--arch", "a.yaml", "--mapping", "m.yaml"]
+
+
+def tl(name: str, old: str, new: str) -> dict[str, str]:
+    """The eyeriss_like Timeloop files with one edit in file ``name``."""
+    assert old in TL_FILES[name], old
+    return TL_FILES | {name: TL_FILES[name].replace(old, new, 1)}
+
+ZZ_LAYER = """- id: 0
+  operator_type: Conv
+  equation: O[b][k][oy][ox]+=W[k][c][fy][fx]*I[b][c][iy][ix]
+  dimension_relations: [ix=2*ox+1*fx, iy=2*oy+1*fy]
+  loop_dims: [B, K, C, OY, OX, FY, FX]
+  loop_sizes: [1, 8, 3, 16, 16, 3, 3]
+  operand_precision: {W: 8, I: 8, O: 16, O_final: 8}
+"""
+ZZ_HW = """name: zz
+memories:
+  sram:
+    size: 1048576
+    latency: 1
+    operands: [I1, I2, O]
+    ports: []
+    served_dimensions: [D1, D2]
+  dram:
+    size: 10000000000
+    latency: 1
+    operands: [I1, I2, O]
+    ports: []
+    served_dimensions: [D1, D2]
+operational_array: {unit_energy: 0.5, dimensions: [D1, D2], sizes: [8, 8]}
+"""
+
+
 @dataclass
 class Case:
     id: str
@@ -229,6 +266,81 @@ CASES = [
     Case("ir-negative-dims", ["run", "bad.ir"], "INPUT", ir_with("INPUT(1,1,1,32,32)", "INPUT(1,1,1,-32,32)")),
     Case("ir-unknown-instruction", ["run", "bad.ir"], "FROB",
          ir_with("INIT MB2[0] OUTPUT_17", "FROB MB2[0] OUTPUT_17")),
+    Case("tl-problem-missing-dim", TL_EVAL, "problem.instance.M is missing", tl("p.yaml", "        M: 32\n", "")),
+    Case("tl-problem-unknown-key", TL_EVAL, "unknown keys ['X']",
+         tl("p.yaml", "        M: 32\n", "        M: 32\n        X: 4\n")),
+    Case("tl-problem-negative", TL_EVAL, "problem.instance.C must be an integer", tl("p.yaml", "C: 3", "C: -3")),
+    Case("tl-problem-bad-projection", TL_EVAL, "unknown projection",
+         tl("p.yaml", "                  -   - P\n                      - Wstride", "                  -   - P")),
+    Case("tl-problem-size-mismatch", TL_EVAL, "does not give P=112", tl("p.yaml", "W: 224", "W: 300")),
+    Case("tl-problem-extra-space", TL_EVAL, "not Weights, Inputs, Outputs",
+         tl("p.yaml", "name: Weights", "name: Filters")),
+    Case("tl-problem-python-tag", TL_EVAL, "not a Timeloop tag",
+         tl("p.yaml", "C: 3", "C: !!python/object/apply:os.system ['touch pwned']")),
+    Case("tl-problem-duplicate-key", TL_EVAL, "duplicate key 'C'", tl("p.yaml", "C: 3", "C: 3\n        C: 4")),
+    Case("tl-arch-unknown-tag", TL_EVAL, "'!Evil'", tl("a.yaml", "!Container # Top-level system", "!Evil")),
+    Case("tl-arch-no-mac", TL_EVAL, "no compute unit", tl("a.yaml", "class: intmac", "class: adder")),
+    Case("tl-arch-no-dram", TL_EVAL, "outermost storage level must be one DRAM",
+         tl("a.yaml", "class: DRAM", "class: SRAM")),
+    Case("tl-arch-v03", TL_EVAL, "v0.4", tl("a.yaml", "  nodes: # Top-level is hierarchical", "  subtree:")),
+    Case("tl-arch-bad-depth", TL_EVAL, "attribute depth must be a positive integer",
+         tl("a.yaml", "depth: 16384", "depth: -1")),
+    Case("tl-arch-bad-keep", TL_EVAL, "keep/bypass list", tl("a.yaml", "keep: [Inputs, Outputs]", "keep: [Psums]")),
+    Case("tl-arch-two-buffers", TL_EVAL, "exactly one shared on-chip buffer",
+         tl("a.yaml", "  - !Container # Each column", "  - !Component\n    name: l2\n    class: SRAM\n"
+            "    attributes: {depth: 64, width: 64}\n\n  - !Container # Each column")),
+    Case("tl-map-unknown-level", TL_EVAL, "unknown level 'L9'", tl("m.yaml", "target: DRAM\n    type: temporal",
+                                                                  "target: L9\n    type: temporal")),
+    Case("tl-map-bad-product", TL_EVAL, "factors of M multiply to 64",
+         tl("m.yaml", "C1 M4 R1 S1 N1 P8 Q2", "C1 M8 R1 S1 N1 P8 Q2")),
+    Case("tl-map-unknown-dim", TL_EVAL, "factor 'Z2' names a dimension",
+         tl("m.yaml", "C1 M4 R1 S1 N1 P8 Q2", "C1 M4 R1 S1 N1 P8 Q2 Z2")),
+    Case("tl-map-bad-factor", TL_EVAL, "must be a dimension and a positive integer",
+         tl("m.yaml", "C1 M4 R1", "C1 Mx R1")),
+    Case("tl-map-bad-permutation", TL_EVAL, "permutation 'MQPCRSNM'",
+         tl("m.yaml", "permutation: MQPCRSN", "permutation: MQPCRSNM")),
+    Case("tl-map-bad-type", TL_EVAL, "type must be temporal, spatial or datatype",
+         tl("m.yaml", "target: DRAM\n    type: temporal", "target: DRAM\n    type: sometimes")),
+    Case("tl-map-spatial-too-wide", TL_EVAL, "use 28 x 1 (meshX x meshY)",
+         {**TL_FILES, "m.yaml": TL_FILES["m.yaml"].replace(
+             "factors: C1 M1 R1 S1 N1 P1 Q14\n    permutation: QCMRSNP\n    split: 1",
+             "factors: C1 M1 R1 S1 N1 P2 Q14\n    permutation: QPCMRSN\n    split: 2").replace(
+             "C1 M1 R1 S1 N1 P14 Q4", "C1 M1 R1 S1 N1 P7 Q4")}),
+    Case("tl-map-missing-factors", TL_EVAL, "factors are missing",
+         tl("m.yaml", "    factors: C1 M4 R1 S1 N1 P8 Q2\n", "")),
+    Case("tl-map-keep-and-bypass", TL_EVAL, "both kept and bypassed",
+         tl("m.yaml", "    bypass:\n      []", "    bypass:\n      - Weights")),
+    Case("tl-map-unrepresentable", TL_EVAL, "refills it within a step",
+         tl("m.yaml", "factors: C1 M1 R3 S1 N1 P1 Q1\n    permutation: RCMSNPQ",
+         "factors: C1 M1 R1 S1 N1 P1 Q1\n    permutation: RCMSNPQ")
+         | {"m.yaml": tl("m.yaml", "factors: C1 M1 R3 S1 N1 P1 Q1\n    permutation: RCMSNPQ",
+                         "factors: C1 M1 R1 S1 N1 P1 Q1\n    permutation: RCMSNPQ")["m.yaml"].replace(
+             "factors: C1 M1 R1 S1 N1 P1 Q1\n    permutation: CMRSNPQ\n  - target: inter_PE_spatial",
+             "factors: C1 M1 R3 S1 N1 P1 Q1\n    permutation: RCMSNPQ\n  - target: inter_PE_spatial", 1)}),
+    Case("tl-map-without-tl-arch", ["eval", "p.yaml", "--arch", "eyeriss", "--mapping", "m.yaml"],
+         "pass --arch ARCH.yaml", TL_FILES),
+    Case("tl-emit-without-tl-arch", ["plan", "p.yaml", "--arch", "eyeriss", "--emit-timeloop", "out"],
+         "--emit-timeloop writes a Timeloop mapping", TL_FILES),
+    Case("tl-emit-two-level-plan", ["plan", "p.yaml", "--arch", "a.yaml", "--emit-timeloop", "out"],
+         "plan with --strategy marvel", TL_FILES),
+    Case("tl-arch-bad-cycle", TL_EVAL, "global_cycle_seconds must be a cycle time",
+         tl("a.yaml", 'technology: "65nm"', "global_cycle_seconds: soon")),
+    Case("tl-map-permutation-numbers", TL_EVAL, "permutation must be a string",
+         tl("m.yaml", "permutation: MQPCRSN", "permutation: [1, 2]")),
+    Case("zz-unknown-operator", ["plan", "w.yaml", "--arch", "eyeriss"], "tileplan imports Conv, Conv_downsample",
+         {"w.yaml": ZZ_LAYER.replace("operator_type: Conv", "operator_type: Softmax")}),
+    Case("zz-bad-relation", ["plan", "w.yaml", "--arch", "eyeriss"], "dimension relation 'ix=2*oy+1*fx'",
+         {"w.yaml": ZZ_LAYER.replace("ix=2*ox+1*fx", "ix=2*oy+1*fx")}),
+    Case("zz-missing-sizes", ["plan", "w.yaml", "--arch", "eyeriss"], "missing loop_sizes",
+         {"w.yaml": ZZ_LAYER.replace("  loop_sizes: [1, 8, 3, 16, 16, 3, 3]\n", "")}),
+    Case("zz-bad-dimension", ["plan", "w.yaml", "--arch", "eyeriss"], "loop dimension 'OZ'",
+         {"w.yaml": ZZ_LAYER.replace("OX, FY", "OZ, FY")}),
+    Case("zz-hardware-no-dram", ["plan", "lenet5", "--arch", "hw.yaml"], "must hold I1, I2 and O",
+         {"hw.yaml": ZZ_HW.replace("operands: [I1, I2, O]", "operands: [I1, O]")}),
+    Case("zz-hardware-duplicate-ports", ["plan", "lenet5", "--arch", "hw.yaml"], "duplicate key 'ports'",
+         {"hw.yaml": ZZ_HW.replace("    ports: []", "    ports: []\n    ports: []")}),
+    Case("tl-folder-without-problems", ["plan", "d", "--arch", "eyeriss"], "holds no Timeloop problem files",
+         {"d/x.txt": "nothing"}),
 ]
 
 

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from tileplan import api
 from tileplan.errors import TileplanError
+from tileplan.program.correlation import measured_csv, pearson
 from tileplan.program.ctime import time_layers
-from tileplan.report.correlation import measured_csv, pearson
 from tileplan.workload.layer import Layer
 from tileplan.workload.network import Network
 

@@ -96,3 +96,26 @@ def test_experiment_cli_errors(tmp_path: Path) -> None:
 def test_comparison_zero_paper_value() -> None:
     c = Comparison("k", "Fig. 1", "", 0.0, 1.0)
     assert c.differs
+
+
+def test_summary_lists_what_is_not_reproduced_and_why() -> None:
+    res = ExperimentResult("demo", "Demo", "000.txt")
+    res.cannot_reproduce("Table II", "needs the board")
+    text = summary_markdown(res)
+    assert "## Not reproduced" in text and "- **Table II**: needs the board" in text
+
+
+def test_quick_runs_never_reuse_a_note_written_for_the_full_run() -> None:
+    ref = Reference.from_dict("demo", {"paper": "p", "title": "t", "values": {
+        "a": {"value": 10.0, "source": "T1", "note": "full-run reason", "note_for": 8.0},
+        "b": {"value": 10.0, "source": "T1", "note": "reason of the same number", "note_for": 8.0}}})
+    quick = ExperimentResult("demo", "Demo", "000.txt", quick=True, quick_scope="LeNet-5 only")
+    a = quick.compare(ref, "a", 3.0)
+    assert "quick run (LeNet-5 only): not comparable" in a.explanation and "full-run" not in a.explanation
+    b = quick.compare(ref, "b", 8.0, quick_same=True)
+    assert b.explanation == "reason of the same number"
+    full = ExperimentResult("demo", "Demo", "000.txt")
+    stale = full.compare(ref, "a", 5.0)  # the note explains 8.0, this run gives 5.0
+    assert stale.stale and not stale.explanation and full.unexplained() == [stale]
+    assert "written explanation is for ours = 8" in summary_markdown(full)
+    assert full.compare(ref, "a", 8.1).explanation == "full-run reason"  # within 2 %

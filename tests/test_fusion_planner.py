@@ -54,6 +54,37 @@ def test_cut_is_the_brute_force_optimum(n, data):
             assert got == pytest.approx(best, rel=1e-12)  # exact for additive objectives
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 6), st.data())
+def test_cut_breaks_ties_as_the_per_layer_search(n, data):
+    """Small whole-number costs make ties common: among cuts of equal objective the DP returns the
+    least (latency, DRAM bytes, energy, bursts), the order ``search.objective.best_index`` uses."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 10_000)))
+    singles = [rng.integers(1, 4, 4).astype(float) for _ in range(n)]
+    groups = {}
+    for s in range(n):
+        for e in range(s + 2, min(n, s + 3) + 1):
+            if data.draw(st.booleans()):
+                groups[(s, e)] = rng.integers(1, 4, 4).astype(float) * (e - s)
+    for obj in Objective:
+        def key(segs, obj=obj):
+            lat, en, dr, bursts = np.sum([singles[s] if e == s + 1 else groups[(s, e)] for s, e in segs], axis=0)
+            return (float(obj.combine(lat, en, dr)), lat, dr, en, bursts)
+        got = key(choose_cut(obj, singles, groups))
+        assert got <= key([(i, i + 1) for i in range(n)])  # never worse than all single, ties included
+        if obj in (Objective.LATENCY, Objective.ENERGY, Objective.DRAM):
+            assert got == min(key(c) for c in _cuts(n, set(groups)))
+
+
+def test_cut_takes_the_group_that_ties_on_latency_with_less_dram():
+    """Two layers alone or fused: the same latency, but the group moves less DRAM and uses less
+    energy (as in Stream's 2-conv graph): every objective takes the group."""
+    singles = [np.array([100.0, 7.0, 40.0, 5.0]), np.array([100.0, 7.0, 40.0, 5.0])]
+    group = {(0, 2): np.array([200.0, 10.0, 60.0, 8.0])}
+    for obj in Objective:
+        assert choose_cut(obj, singles, group) == [(0, 2)], obj
+
+
 def _chain_network(specs: list[tuple[int, int, int, int]], c: int, h: int) -> Network:
     layers = []
     prev: tuple[str, ...] = ()
@@ -149,3 +180,39 @@ def test_fused_bench_rows_report_the_searched_space():
     assert len(per_group) == plan.meta["searched"] == row.searched
     assert sum(g["screened"] for g in per_group.values()) == row.screened
     assert fused_bench_table(rows).row_count == 1
+
+
+TPU_LIKE = """
+name: tpu_like_stream
+clock_hz: 1.0e9
+precision_bytes: 1
+overlap: true
+double_buffering: false
+dram: {bandwidth_bytes_per_s: 8.0e9, burst_bytes: 8, burst_latency_ns: 0.0, energy_pj_per_byte: 125.0}
+memories:
+  - {name: sram, operands: [input, weight, output], size_bytes: 2097152, energy_pj_per_byte: 1.63}
+pe_array:
+  axes:
+    - {name: D1, size: 32, dims: [K, G], mode: unrolled, max_dims: 1}
+    - {name: D2, size: 32, dims: [C], mode: unrolled, max_dims: 1}
+register_file: {weights_bytes: 128, inputs_bytes: 0, psums_bytes: 4, energy_pj_per_access: 0.021}
+energy: {mac_pj: 0.04}
+"""
+
+
+def test_stream_two_conv_group_ties_on_latency_and_is_chosen(tmp_path: Path):
+    """Stream's 2-conv graph (8 -> 16 -> 32 channels, 32x32, 3x3) on its TPU-like core: fused and
+    unfused take the same time (DRAM-bound either way), so the cut must be decided by the tie-break;
+    the group then reads only the input and both kernels and writes only the last map (closed form),
+    where the single layers also write and re-read the 16x32x32 map between them."""
+    (tmp_path / "tpu.yaml").write_text(TPU_LIKE)
+    conv1 = Layer.conv("conv1", c_in=8, h=32, w=32, k_out=16, r=3, pad=1, precision=B1)
+    conv2 = Layer.conv("conv2", c_in=16, h=32, w=32, k_out=32, r=3, pad=1, inputs=("conv1",), precision=B1)
+    net = Network("stream_2conv", (conv1, conv2), (1, 8, 32, 32))
+    first_input, weights, between, last_output = 8 * 32 * 32, 8 * 16 * 9 + 16 * 32 * 9, 16 * 32 * 32, 32 * 32 * 32
+    for objective in ("latency", "dram"):
+        plan = api.plan_fused(net, api.load_arch(tmp_path / "tpu.yaml"), objective=objective, jobs=1, max_group=2)
+        assert plan.base.dram_bytes == first_input + weights + 2 * between + last_output  # 77.6 KiB
+        assert [g.layers for g in plan.groups] == [("conv1", "conv2")], objective
+        assert plan.dram_bytes == first_input + weights + last_output  # 45.6 KiB
+        assert plan.latency_cycles == plan.base.latency_cycles and plan.energy_pj < plan.base.energy_pj

@@ -21,6 +21,11 @@ def test_fig12_13_reuse_buffer_smaller_than_alwani() -> None:
     assert rows[0]["reuse_smaller_pct_at_14x14"] < rows[1]["reuse_smaller_pct_at_14x14"] < \
         rows[2]["reuse_smaller_pct_at_14x14"]  # the gap grows with the fused layers (the paper's remark)
     assert not res.unexplained()
+    # The paper's ~60 % is over the first seven layers' volume (CONV1..CONV5), fusing the first three:
+    # 46.37 MB -> 20.68 MB (tests/test_fusion_vgg_fig12.py walks the same volumes layer by layer).
+    fig12 = next(c for c in res.comparisons if c.key == "fig12.saving_first3_pct")
+    assert round(fig12.ours, 1) == 55.4 and "46.37 MB -> 20.68 MB" in fig12.explanation
+    assert "92.8 %" in fig12.explanation  # the three layers' own volume, said as such
     assert {c.key for c in res.comparisons} == {"fig12.saving_first3_pct", "fig13.reuse_smaller_min_pct",
                                                  "fig13.reuse_smaller_max_pct"}
 

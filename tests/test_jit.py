@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tileplan import warmup
 from tileplan.cost import compiled, jit, kernel
 
 pytest.importorskip("numba")
@@ -51,8 +52,8 @@ def test_cache_is_read_from_numba_and_a_changed_source_makes_it_stale(tmp_path: 
 
 
 def test_the_installed_loops_are_cached() -> None:
-    """``make venv`` compiled every loop (``python -m tileplan.cost.compiled``)."""
-    assert all(jit._cache_holds(f) for f in compiled.all_loops())
+    """``make venv`` compiled every loop (``python -m tileplan.warmup``)."""
+    assert all(jit._cache_holds(f) for f in warmup.all_loops())
 
 
 def test_cache_is_reread_at_most_every_few_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -122,7 +123,7 @@ def test_one_background_compile_at_a_time(tmp_path: Path, monkeypatch: pytest.Mo
     loops = [kernel.model_loop]
     lock = tmp_path / jit.LOCK_NAME
     assert jit.compile_in_background(loops, tmp_path)
-    assert started == [[sys.executable, "-m", "tileplan.cost.compiled", "--background", str(lock)]]
+    assert started == [[sys.executable, "-m", "tileplan.warmup", "--background", str(lock)]]
     assert lock.read_text() == "4242\n"
     lock.write_text(f"{os.getpid()}\n")  # a process that exists
     assert jit.compile_in_background(loops, tmp_path) and len(started) == 1  # running: not started again

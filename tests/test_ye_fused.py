@@ -136,9 +136,34 @@ def test_fig6a_ordering() -> None:
     for kb in (128, 256):  # weight reuse wins above 96 KB, and fusion beats single-layer reuse
         fused, single = per_size[kb]
         assert min(fused, key=fused.__getitem__) == "wr2lv1"
-        assert fused["wr2lv1"] <= fused["wr2lv2"]  # Eq. 3 <= Eq. 5 whenever both fit (D1/d >= 1)
+        assert fused["wr2lv1"] <= fused["wr2lv2"]  # on this (Fig. 6a) pair; not on Fig. 6b's, see below
         assert min(fused.values()) < single
     assert per_size[128][0]["wr2lv1"] == 1183296  # 80 K weights + 3 x 28 x 28 x 32 ofmap + halo'd ifmap
+
+
+def test_wr2lv2_beats_wr2lv1_on_the_fig6b_pair_only() -> None:
+    """wr2lv1 <= wr2lv2 holds on the Fig. 6a pair (C1 = 336, 28x28) at every size where both fit,
+    but not on the Fig. 6b pair (C1 = 988, 7x7): there the 988 x 128 first-layer weights crowd wr2lv1
+    out, and wr2lv2 (weights streamed per chunk) moves less at 175 K words in the model (458,504 vs
+    674,876 words) and is the only one that fits at 160 K; from 192 K words wr2lv1 wins again. The
+    printed Eq. 3 / Eq. 5 agree on the crossing: wr2lv2 is lower at 160-192 K words."""
+    a_group, _ = _fig6(336, 28)
+    for kb in (96, 128, 192, 256, 384, 512):
+        v1, v2 = search_pair(a_group, _words(kb), "wr2lv1"), search_pair(a_group, _words(kb), "wr2lv2")
+        assert v1 is not None and v2 is not None
+        assert float(v1.cost.dram_bytes[0]) <= float(v2.cost.dram_bytes[0])
+    b_group, _ = _fig6(988, 7)
+    model = {kb: (search_pair(b_group, _words(kb), "wr2lv1"), search_pair(b_group, _words(kb), "wr2lv2"))
+             for kb in (160, 175, 192, 256)}
+    assert model[160][0] is None and model[160][1] is not None
+    assert float(model[175][1].cost.dram_bytes[0]) == 458504 < float(model[175][0].cost.dram_bytes[0]) == 674876  # type: ignore[union-attr]
+    for kb in (192, 256):
+        v1, v2 = model[kb]
+        assert v1 is not None and v2 is not None and float(v1.cost.dram_bytes[0]) < float(v2.cost.dram_bytes[0])
+    shape = PairShape.of(b_group)
+    for kb in (175, 192):
+        p1, p2 = best_printed("wr2lv1", shape, kb * 1024), best_printed("wr2lv2", shape, kb * 1024)
+        assert p1 is not None and p2 is not None and p2.dram_elements < p1.dram_elements
 
 
 def test_fig6b_single_layer_always_wins_with_the_printed_formulas() -> None:

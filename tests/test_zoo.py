@@ -95,6 +95,9 @@ REFERENCES: dict[str, Published] = {
     "lenet5": Published(117_600 + 150_000 * 96 // 60 + 48_000 + 10_080 + 840, 61_706, _biases, True),
     # torchvision: AlexNet 0.71 GFLOPS, 61,100,840 params (conv and FC biases, no BN).
     "alexnet": Published(0.71e9, 61_100_840, _biases, True),
+    # Caffe's bvlc_alexnet (two towers, conv2/4/5 grouped): 60,965,224 parameters with biases; MACs
+    # 105.4M + 223.9M + 149.5M + 112.1M + 74.8M (convs) + 58.6M (FC) = 724,406,816.
+    "alexnet_grouped": Published(724_406_816, 60_965_224, _biases, True),
     "vgg16": Published(15.47e9, 138_357_544, _biases, True),      # torchvision vgg16
     "vgg19": Published(19.63e9, 143_667_240, _biases, True),      # torchvision vgg19
     "resnet18": Published(1.81e9, 11_689_512, _bn_after_convs, True),     # torchvision resnet18
@@ -120,8 +123,8 @@ REFERENCES: dict[str, Published] = {
 
 
 def test_registry_order_and_lookup() -> None:
-    assert zoo.names() == ["lenet5", "alexnet", "vgg16", "vgg19", "resnet18", "resnet50", "resnext50",
-                           "mobilenetv2", "squeezenet1_0", "squeezenet1_1", "googlenet", "inceptionv3",
+    assert zoo.names() == ["lenet5", "alexnet", "alexnet_grouped", "vgg16", "vgg19", "resnet18", "resnet50",
+                           "resnext50", "mobilenetv2", "squeezenet1_0", "squeezenet1_1", "googlenet", "inceptionv3",
                            "densenet121", "yolov2", "tinyyolov2"]
     assert list(REFERENCES) == zoo.names()
     assert zoo.get("SqueezeNet-1_1").name == "squeezenet1_1"

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tileplan import arch as arch_mod
 from tileplan.arch.overrides import apply_overrides
@@ -28,10 +29,11 @@ from tileplan.errors import InfeasibleError, MappingError, TileplanError, Worklo
 from tileplan.fusion.group import FusedGroup
 from tileplan.fusion.plan import FusionPlan
 from tileplan.fusion.search import GroupResult
+from tileplan.interop.tlyaml import timeloop_keys
+from tileplan.interop.zigzag import is_hardware, is_workload
 from tileplan.mapping import Mapping
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
-from tileplan.report.correlation import Correlation
 from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
 from tileplan.search import run as run_strategy
 from tileplan.search.exhaustive import SplitSearch, merge_split_searches, search_splits
@@ -42,6 +44,9 @@ from tileplan.search.space import split_options
 from tileplan.workload import zoo
 from tileplan.workload.layer import Layer, OpKind, Precision
 from tileplan.workload.network import Network
+
+if TYPE_CHECKING:
+    from tileplan.program.correlation import Correlation
 
 __all__ = ["Mapping", "compare", "evaluate", "load_arch", "load_network", "plan", "plan_layer"]
 
@@ -96,18 +101,40 @@ def check_options(*, strategy: str = "exhaustive", objective: str | Objective = 
 
 
 def load_arch(spec: str | Path | Arch, overrides: Sequence[str] = ()) -> Arch:
-    """An accelerator from an ``Arch``, a preset name, a YAML file or an e-PlaNNer JSON file, with
+    """An accelerator from an ``Arch``, a preset name, a YAML file (tileplan's, a Timeloop v0.4
+    architecture or a ZigZag hardware file) or an e-PlaNNer JSON file, with
     ``overrides`` (``"dram.bandwidth_bytes_per_s=8e9"``, see :mod:`tileplan.arch.overrides`) applied."""
-    arch = spec if isinstance(spec, Arch) else arch_mod.load(spec)
+    if not isinstance(spec, Arch) and "architecture" in timeloop_keys(spec):
+        from tileplan.interop.timeloop_arch import load_timeloop_arch, to_arch
+
+        arch = to_arch(load_timeloop_arch(spec))
+    elif not isinstance(spec, Arch) and is_hardware(spec):
+        from tileplan.interop.zigzag import load_hardware
+
+        arch = load_hardware(spec)
+    else:
+        arch = spec if isinstance(spec, Arch) else arch_mod.load(spec)
     return apply_overrides(arch, overrides) if overrides else arch
 
 
 def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported: bool = False) -> Network:
-    """A network from a ``Network``, a zoo name or an ``.onnx`` file."""
+    """A network from a ``Network``, a zoo name, an ``.onnx`` file, a ZigZag workload YAML, or Timeloop
+    v0.4 problem files (one, a comma-separated list, or a folder of them: one layer each)."""
     if isinstance(spec, Network):
         return spec
     check_options(batch=batch)
     text = str(spec)
+    parts = text.split(",")
+    if Path(text).is_dir() or all("problem" in timeloop_keys(p) for p in parts):
+        from tileplan.interop.timeloop_problem import load_problems
+
+        network = load_problems(list(parts))
+        return network if batch == 1 else Network(network.name, tuple(replace(la, n=la.n * batch) for la in
+                                                                       network.layers), network.input_shape)
+    if is_workload(text):
+        from tileplan.interop.zigzag import load_workload
+
+        return load_workload(text)
     if text.lower().endswith(".onnx") or Path(text).is_file():
         from tileplan.workload.onnx_import import load_onnx
 
@@ -116,7 +143,7 @@ def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported
 
 
 def _precision(arch: Arch, precision_bytes: int | None) -> Precision:
-    return Precision.uniform(precision_bytes or arch.precision_bytes)
+    return Precision.uniform(precision_bytes or arch.precision_bytes, arch.psum_bytes)
 
 
 def validate_mapping(problem: Problem, mapping: Mapping) -> None:
@@ -187,6 +214,37 @@ def evaluate(layer: Layer, arch: str | Path | Arch, mapping: Mapping, *,
         over.extend(level_problems)
         raise MappingError(f"mapping does not fit layer {layer.name!r} on {a.name}: " + "; ".join(over))
     return LayerCost.from_batch(costs, 0, a.dram_bytes_per_cycle)
+
+
+def timeloop_mapping(layer: Layer, arch: str | Path, mapping: str | Path, *, dram_only: bool = False
+                     ) -> tuple[Arch, Mapping]:
+    """The tileplan accelerator and mapping of a Timeloop mapping file for ``layer`` on the Timeloop
+    architecture file ``arch`` (see :func:`tileplan.interop.timeloop.read_mapping`)."""
+    from tileplan.interop.timeloop import read_mapping
+
+    return read_mapping(layer, arch, mapping, dram_only=dram_only)
+
+
+def multi_level_strategy(strategy: str) -> bool:
+    """Whether ``strategy`` chooses multi-level mappings (an on-chip level below the DRAM tiles)."""
+    return strategy in LEVEL_STRATEGIES
+
+
+def write_timeloop(plan: NetworkPlan, network: Network, arch: str | Path, folder: str | Path) -> list[Path]:
+    """Write every planned layer of ``plan`` as ``LAYER.problem.yaml`` and ``LAYER.map.yaml`` (Timeloop
+    v0.4) into ``folder``, for the Timeloop architecture file ``arch``; returns the paths written."""
+    from tileplan.interop.timeloop import write_files
+
+    return write_files([(network[lp.name], lp.mapping) for lp in plan.layers if lp.mapping is not None], arch,
+                       folder)
+
+
+def write_zigzag(plan: NetworkPlan, network: Network, arch: Arch, folder: str | Path) -> list[Path]:
+    """Write the planned layers of ``plan`` as ZigZag inputs (workload, hardware, mapping YAML)."""
+    from tileplan.interop.zigzag_mapping import write_files
+
+    return write_files([(network[lp.name], lp.mapping) for lp in plan.layers if lp.mapping is not None], arch,
+                       folder)
 
 
 def plan_layer(layer: Layer, arch: Arch, *, strategy: str = "exhaustive", objective: str | Objective = "latency",
@@ -349,6 +407,7 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                                  cached_from=ref.name if ref.mapping is not None else None))
     return NetworkPlan(net.name, a.name, obj.value, strategy, a.clock_hz, tuple(out),
                        {"batch": net.batch, "precision_bytes": precision_bytes or a.precision_bytes,
+                        "psum_bytes": a.psum_bytes or precision_bytes or a.precision_bytes,
                         "dram_model": dram_model, "dram_burst_bytes": a.dram.burst_bytes, **(options or {})})
 
 
@@ -479,9 +538,9 @@ def correlate(plan: NetworkPlan | str | Path, measured: dict[str, float] | str |
     """Pearson correlation of a plan's modelled per-layer times with measured ones (e-PlaNNer Fig.
     6.3): ``measured`` is ``{layer: seconds}`` or a ``layer,seconds`` CSV; with ``time_c`` the plan's
     generated C programs are compiled and timed on this CPU instead (zoo networks only)."""
+    from tileplan.program.correlation import correlate as pair
+    from tileplan.program.correlation import read_measured
     from tileplan.program.ctime import time_layers
-    from tileplan.report.correlation import correlate as pair
-    from tileplan.report.correlation import read_measured
 
     if not isinstance(plan, NetworkPlan):
         try:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from rich.table import Table
 
 from tileplan import api
+from tileplan.bench_memory import TreePeak
+from tileplan.errors import TileplanError
 from tileplan.search import memo
 
 
@@ -22,7 +24,9 @@ class BenchRow:
     """One (network, accelerator) measurement. Times are seconds on this machine: ``cold_s`` is the
     first plan in this process (it loads or compiles the cost kernel), ``seconds`` the fastest of
     the warm repeats (wall clock), ``cpu_s`` the CPU time of that plan (this process and its
-    workers): compare both when the machine is shared."""
+    workers): compare both when the machine is shared. ``typed_s`` is what the user sees: the same
+    ``tileplan plan`` typed at the prompt, a new process each time (start-up, imports, loading the
+    compiled loops, planning, printing), the fastest of ``fresh`` runs; ``typed_cpu_s`` its CPU time."""
 
     network: str
     arch: str
@@ -31,11 +35,13 @@ class BenchRow:
     seconds: float
     evaluated: int
     space_size: float
-    peak_mib: float  # largest resident set of the planner or one of its worker processes
+    peak_mib: float  # largest resident memory of the planner and its worker processes together
     cache_saved_s: float
     cold_s: float = 0.0
     cpu_s: float = 0.0
     jobs: int = 1
+    typed_s: float = math.nan
+    typed_cpu_s: float = math.nan
 
     @property
     def rate(self) -> float:
@@ -50,44 +56,51 @@ def _cpu() -> float:
 
 
 def run_bench(networks: list[str], archs: list[str], *, strategy: str = "exhaustive", objective: str = "latency",
-              jobs: int | None = None, repeat: int = 1, log: Callable[[str], None] | None = None) -> list[BenchRow]:
-    """Plan each network on each accelerator once cold, then ``repeat`` times warm, and measure it."""
+              jobs: int | None = None, repeat: int = 1, fresh: int = 3, log: Callable[[str], None] | None = None
+              ) -> list[BenchRow]:
+    """Plan each network on each accelerator once cold, then ``repeat`` times warm, and measure it; then
+    ``fresh`` times as a new ``tileplan plan`` process (the user-visible time; 0: not measured)."""
     rows = []
     workers = jobs or os.cpu_count() or 1
     for arch in archs:
         for net in networks:
             runs = []
-            for _ in range(1 + max(0, repeat)):
-                memo.clear()  # warm: the kernels are loaded, but nothing of an earlier plan is reused
-                t0, c0 = time.perf_counter(), _cpu()
-                result = api.plan(net.strip(), arch.strip(), strategy=strategy, objective=objective, jobs=workers)
-                runs.append((time.perf_counter() - t0, _cpu() - c0))
+            with TreePeak() as tree:  # this process and its search workers together
+                for _ in range(1 + max(0, repeat)):
+                    memo.clear()  # warm: the kernels are loaded, but nothing of an earlier plan is reused
+                    t0, c0 = time.perf_counter(), _cpu()
+                    result = api.plan(net.strip(), arch.strip(), strategy=strategy, objective=objective,
+                                      jobs=workers)
+                    runs.append((time.perf_counter() - t0, _cpu() - c0))
             cold = runs[0][0]
             seconds, cpu = min(runs[1:] or runs)
-            # Largest resident set of this process or of any search worker so far (KiB on Linux).
-            peak = 1024 * max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                              resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+            peak = tree.bytes
             by_name = {lp.name: lp for lp in result.layers}
             saved = sum(by_name[lp.cached_from].search_seconds for lp in result.layers if lp.cached_from)
             row = BenchRow(result.network, result.arch, len(result.layers), result.searched_layers, seconds,
                            sum(lp.evaluated for lp in result.layers),
                            sum(lp.space_size for lp in result.layers if not lp.cached_from), peak / 2**20, saved,
                            cold, cpu, workers)
+            if fresh > 0:
+                row.typed_s, row.typed_cpu_s = fresh_process(
+                    ["plan", net.strip(), "--arch", arch.strip(), "-s", strategy, "-o", objective, "-j", str(workers)],
+                    runs=fresh)
             rows.append(row)
             if log:
                 log(f"{row.network} on {row.arch}: cold {cold:.2f} s, warm {seconds:.2f} s wall / {cpu:.2f} s CPU, "
-                    f"{row.evaluated:,} candidates")
+                    f"typed {row.typed_s:.2f} s, {row.evaluated:,} candidates")
     return rows
 
 
 def bench_table(rows: list[BenchRow]) -> Table:
     t = Table(title="tileplan bench")
-    for c in ("network", "arch", "layers", "searched", "cold s", "warm s", "CPU s", "candidates", "cand/s", "space",
-              "peak MiB"):
+    for c in ("network", "arch", "layers", "searched", "typed s", "cold s", "warm s", "CPU s", "candidates", "cand/s",
+              "space", "peak MiB"):
         t.add_column(c, justify="left" if c in ("network", "arch") else "right")
     for r in rows:
-        t.add_row(r.network, r.arch, str(r.layers), str(r.searched), f"{r.cold_s:.2f}", f"{r.seconds:.2f}",
-                  f"{r.cpu_s:.2f}", f"{r.evaluated:,}", f"{r.rate:,.0f}", f"{r.space_size:.2e}", f"{r.peak_mib:.0f}")
+        t.add_row(r.network, r.arch, str(r.layers), str(r.searched), f"{r.typed_s:.2f}", f"{r.cold_s:.2f}",
+                  f"{r.seconds:.2f}", f"{r.cpu_s:.2f}", f"{r.evaluated:,}", f"{r.rate:,.0f}", f"{r.space_size:.2e}",
+                  f"{r.peak_mib:.0f}")
     return t
 
 
@@ -155,13 +168,26 @@ def fused_bench_table(rows: list[FusedBenchRow]) -> Table:
     return t
 
 
-def cold_start(network: str = "lenet5", arch: str = "nmp") -> float:
-    """Wall seconds of ``tileplan plan NETWORK --arch ARCH`` in a new Python process (imports, and
-    the kernel's compilation unless numba's cache has it)."""
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "from tileplan.cli import main; main()", "plan", network, "--arch", arch],
-                   check=True, capture_output=True)
-    return time.perf_counter() - t0
+def fresh_process(args: list[str], runs: int = 3) -> tuple[float, float]:
+    """``tileplan ARGS`` as the user types it, in a new process each time: the fastest of ``runs`` wall
+    times and the least CPU time (seconds; the process and its workers). A failing command raises."""
+    walls, cpus = [], []
+    for _ in range(max(1, runs)):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "tileplan.entry", *args], capture_output=True, text=True)
+        walls.append(time.perf_counter() - t0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        if done.returncode:
+            raise TileplanError(f"tileplan {' '.join(args)} failed: {done.stderr.strip()[-300:]}")
+    return min(walls), min(cpus)
+
+
+def cold_start(network: str = "lenet5", arch: str = "nmp", runs: int = 3) -> float:
+    """Wall seconds of ``tileplan plan NETWORK --arch ARCH`` in a new process (imports and loading the
+    kernel, or compiling it unless numba's cache has it), the fastest of ``runs``."""
+    return fresh_process(["plan", network, "--arch", arch], runs)[0]
 
 
 @dataclass
@@ -186,13 +212,14 @@ def compile_loops(log: Callable[[str], None] = lambda msg: None) -> float | None
     """Compile the kernel's and the search's loops here when numba's cache lacks one (a fresh install),
     so that the timings measure the compiled path; the seconds it took, or None when nothing was
     compiled (already cached, or ``TILEPLAN_KERNEL=numpy``)."""
-    from tileplan.cost import compiled, jit
+    from tileplan import warmup
+    from tileplan.cost import jit
 
-    if jit.mode() == "numpy" or all(jit.on_disk(f) for f in compiled.all_loops()):
+    if jit.mode() == "numpy" or warmup.cached():
         return None
     log("compiling the cost kernel and the search's loops first (once per install, about 2 minutes)")
     t0 = time.perf_counter()
-    compiled.warm_up()
+    warmup.warm_up()
     seconds = time.perf_counter() - t0
     log(f"compiled in {seconds:.1f} s")
     return seconds

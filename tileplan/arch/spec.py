@@ -56,6 +56,7 @@ Lanes = Annotated[int, BeforeValidator(_integral), _within(1, 65536, "1 and 6553
 CoreCount = Annotated[int, BeforeValidator(_integral), _within(1, 1024, "1 and 1024")]
 Small = Annotated[int, BeforeValidator(_integral), _within(1, 1024, "1 and 1024")]
 Precision = Annotated[int, BeforeValidator(_integral), _within(1, 8, "1 and 8 bytes per element")]
+PsumBytes = Annotated[int, BeforeValidator(_integral), _within(0, 8, "0 (the data width) and 8 bytes per element")]
 MAX_CORES = 1024
 MAX_PES_PER_CORE = 1 << 20
 
@@ -216,6 +217,9 @@ class Arch(_Frozen):
     description: str = ""
     clock_hz: Hz
     precision_bytes: Precision = 1
+    #: Bytes per partial sum (the accumulator width: what a spilled partial sum moves to and from
+    #: DRAM and holds on chip); 0: as wide as the data (``precision_bytes``).
+    psum_bytes: PsumBytes = 0
     overlap: bool = False
     double_buffering: bool = False
     dram: Dram

@@ -21,7 +21,7 @@ from tileplan.cli import (  # noqa: F401  (importing a command module registers 
 )
 from tileplan.cli.app import app, err, interrupt_reported, out
 
-__all__ = ["app", "main", "run"]
+__all__ = ["app", "run"]
 
 
 def _one_line(message: str) -> None:
@@ -53,15 +53,3 @@ def run(argv: Sequence[str] | None = None) -> int:
     if code == 130 and not interrupt_reported():  # Ctrl-C outside a command's guard (typer's 130)
         err.print("interrupted", highlight=False)
     return code if isinstance(code, int) else 0
-
-
-def main() -> None:
-    """Console entry point (the installed script is ``tileplan.entry:main``, which sets up Ctrl-C
-    handling before this package is imported)."""
-    from tileplan.entry import main as entry_main
-
-    entry_main()
-
-
-if __name__ == "__main__":
-    main()

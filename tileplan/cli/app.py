@@ -9,16 +9,16 @@ import sys
 import threading
 from collections.abc import Callable
 from functools import cache
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from tileplan.errors import TileplanError
-from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
-from tileplan.search.objective import Objective
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Plan, cost and verify CNN layers on memory-constrained accelerators.")
@@ -36,13 +36,29 @@ _REPORTED: list[bool] = []  # "interrupted" printed (so that it is printed once)
 
 ARCH_HELP = "Preset name (see `tileplan arch list`), YAML file, or e-PlaNNer JSON file."
 MODEL_HELP = "Zoo network name (see `tileplan zoo list`) or an .onnx file."
-STRATEGY_HELP = ("Search strategy: " + " | ".join(STRATEGIES) + "; multi-level (MARVEL, an on-chip level below "
-                 "the DRAM tiles): " + " | ".join(LEVEL_STRATEGIES) + "; with --fuse also ye | superslash | hwff.")
+# The names in the help are written here, not read from ``tileplan.search`` and ``api``: the command line
+# answers --help and argument errors without importing the model (tests/test_cli_startup.py checks that
+# these lists are the registries' own).
+STRATEGY_NAMES = ("exhaustive", "random", "tso", "tso-noburst", "eplanner", "eplanner-strict", "zhang", "ma",
+                  "smartshuttle-rules", "ir", "wr", "pr", "smartshuttle")
+LEVEL_STRATEGY_NAMES = ("marvel", "marvel-joint", "marvel-random", "rs", "nvdla", "shidiannao")
+FUSION_STRATEGY_NAMES = ("ye", "superslash", "hwff")
+OBJECTIVE_NAMES = ("latency", "energy", "edp", "dram", "perf-per-byte")
+STRATEGY_HELP = ("Search strategy: " + " | ".join(STRATEGY_NAMES) + "; multi-level (MARVEL, an on-chip level "
+                 "below the DRAM tiles): " + " | ".join(LEVEL_STRATEGY_NAMES) + "; with --fuse also "
+                 + " | ".join(FUSION_STRATEGY_NAMES) + ".")
 NO_PRUNE_HELP = ("marvel*: switch a pruning option off (repeatable): divisors | offchip-divisors | unroll-rs | "
                  "symmetry | layouts | utilization | bound.")
-OBJECTIVE_HELP = "What the search minimises: " + " | ".join(o.value for o in Objective) + "."
+OBJECTIVE_HELP = "What the search minimises: " + " | ".join(OBJECTIVE_NAMES) + "."
 SET_HELP = ("Change one field of the machine, PATH=VALUE (repeatable): dram.bandwidth_bytes_per_s=8e9, "
             "memories.input.size_bytes=16KiB, pe_array.axes.rows.size=8.")
+PSUM_HELP = ("Bytes per partial sum (1 to 8): the accumulator width that partial sums spilled to DRAM move "
+             "and take on chip (default: the machine's psum_bytes, else its data width precision_bytes).")
+
+
+def machine_sets(sets: list[str] | None, psum_bytes: int | None) -> list[str]:
+    """The ``--set`` overrides of a command with its ``--psum-bytes`` added (the field ``psum_bytes``)."""
+    return [*(sets or ()), *([f"psum_bytes={psum_bytes}"] if psum_bytes is not None else [])]
 
 
 def _fail(message: str) -> NoReturn:
@@ -79,15 +95,29 @@ def _guard(fn: Callable[[], Any]) -> Any:
 def _compile_note() -> None:
     """Before a command that plans (once per process): when the compiled loops are not built yet (a
     fresh install that skipped ``make venv``), start building them in the background and say so."""
-    from tileplan.cost import compiled
+    from tileplan.warmup import compile_in_background
 
-    if compiled.compile_in_background():
+    if compile_in_background():
         err.print("note: compiling tileplan's cost kernel in the background (once per install, about 2 minutes; "
-                  "`python -m tileplan.cost.compiled` does it in the foreground); until it is ready the same "
+                  "`python -m tileplan.warmup` does it in the foreground); until it is ready the same "
                   "numbers come from its slower numpy twin", highlight=False, markup=False)
 
 
+def check_names(strategies: tuple[str, ...] = (), objective: str | None = None) -> None:
+    """Reject an unknown strategy or objective name before the command imports the model (the API
+    checks the rest, e.g. that a fused strategy needs --fuse); exit 2 with one line, as ``_guard``."""
+    known = (*STRATEGY_NAMES, *LEVEL_STRATEGY_NAMES, *FUSION_STRATEGY_NAMES)
+    for name in strategies:
+        if name not in known:
+            _fail(f"unknown strategy {name!r}; choose one of {', '.join([*STRATEGY_NAMES, *LEVEL_STRATEGY_NAMES])} "
+                  f"(with --fuse also {', '.join(FUSION_STRATEGY_NAMES)})")
+    if objective is not None and objective not in OBJECTIVE_NAMES:
+        _fail(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVE_NAMES)}")
+
+
 def _progress() -> Progress:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     _compile_note()
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), TextColumn("{task.fields[label]}"), console=err, transient=True,

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import typer
 
-from tileplan import api
-from tileplan.cli.app import OBJECTIVE_HELP, STRATEGY_HELP, _guard, app, err, out
+from tileplan.cli.app import OBJECTIVE_HELP, STRATEGY_HELP, _guard, app, check_names, err, out
 from tileplan.errors import TileplanError
 
 
@@ -21,11 +20,16 @@ def bench(
     json_path: Path | None = typer.Option(None, "--json", help="Write the measurements as JSON."),
     jobs: int | None = typer.Option(None, "--jobs", "-j", help="Worker processes (default: every CPU)."),
     repeat: int = typer.Option(1, "--repeat", help="Warm runs after the cold one (the fastest is reported)."),
+    fresh: int = typer.Option(3, "--fresh", min=0, help="Also time each plan as typed at the prompt: a new "
+                              "`tileplan plan` process per run, the fastest of this many (0: skip)."),
     fuse: bool = typer.Option(False, "--fuse", help="Also time `plan --fuse` (fused groups; one more table)."),
     max_group: int = typer.Option(4, "--max-group", help="With --fuse: largest fused group (layers)."),
 ) -> None:
-    """Time planning of networks on presets (cold and warm wall time, CPU time, candidates, space,
-    peak memory), the raw model throughput on one and on all threads, and a new process's cold start."""
+    """Time planning of networks on presets: as typed at the prompt (a new process per run) and in this
+    process (cold and warm wall time, CPU time), candidates, space, peak memory; the raw model
+    throughput on one and on all threads, and a new process's cold start."""
+    check_names((strategy,), objective)
+    from tileplan import api
     from tileplan.bench import (
         bench_table,
         cold_start,
@@ -47,7 +51,7 @@ def bench(
             raise TileplanError(f"--max-group must be at least 2 (a group fuses two or more layers), got {max_group}")
         compile_s = compile_loops(log=lambda msg: err.print(msg, highlight=False))
         rows = run_bench(networks.split(","), archs.split(","), strategy=strategy, objective=objective, jobs=jobs,
-                         repeat=repeat, log=lambda msg: err.print(msg, highlight=False))
+                         repeat=repeat, fresh=fresh, log=lambda msg: err.print(msg, highlight=False))
         out.print(bench_table(rows))
         fused = []
         if fuse:
@@ -60,7 +64,7 @@ def bench(
                       f"= {r.rate:,.0f} candidates/s ({r.path}, {r.threads} thread{'s' if r.threads > 1 else ''}; "
                       f"{r.cpu_seconds:.2f} s CPU)")
         start = cold_start()
-        out.print(f"cold start: tileplan plan lenet5 --arch nmp in a new process: {start:.2f} s")
+        out.print(f"cold start: tileplan plan lenet5 --arch nmp in a new process: {start:.2f} s (fastest of 3)")
         if json_path:
             data = {"plans": [r.__dict__ for r in rows], "model": [{**r.__dict__, "rate": r.rate} for r in rates],
                     "cold_start_s": start, "compile_s": compile_s, "fused": [r.__dict__ for r in fused]}

@@ -6,8 +6,20 @@ from pathlib import Path
 
 import typer
 
-from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, NO_PRUNE_HELP, OBJECTIVE_HELP, SET_HELP, _guard, _progress, app, out
+from tileplan.cli.app import (
+    ARCH_HELP,
+    MODEL_HELP,
+    NO_PRUNE_HELP,
+    OBJECTIVE_HELP,
+    PSUM_HELP,
+    SET_HELP,
+    _guard,
+    _progress,
+    app,
+    check_names,
+    machine_sets,
+    out,
+)
 
 
 @app.command()
@@ -15,6 +27,7 @@ def compare(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
+    psum_bytes: int | None = typer.Option(None, "--psum-bytes", min=1, max=8, help=PSUM_HELP),
     strategies: str = typer.Option("exhaustive,random", "--strategies", "-s",
                                    help="Comma-separated strategies (see `tileplan plan --help`)."),
     objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
@@ -36,6 +49,8 @@ def compare(
 ) -> None:
     """Plan MODEL with each strategy and print, per layer and in total, latency, DRAM bytes, bursts,
     energy and each strategy's objective relative to the best."""
+    check_names(tuple(s.strip() for s in strategies.split(",") if s.strip()), objective)
+    from tileplan import api
     from tileplan.report.files import check_output_file, write_text_atomic
     from tileplan.report.tables import comparison_table
 
@@ -47,7 +62,7 @@ def compare(
         names = [s.strip() for s in strategies.split(",") if s.strip()]
         options = api.strategy_options(pruning=no_prune or (), max_parallel=max_parallel,
                                        min_utilization=min_utilization)
-        machine = api.load_arch(arch, sets or ())
+        machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
         network = api.load_network(model, batch=batch)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")

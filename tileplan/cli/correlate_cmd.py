@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 
-from tileplan import api
 from tileplan.cli.app import _guard, app, err, out
 
 
@@ -23,6 +22,7 @@ def correlate(
     """Pearson correlation between modelled and measured per-layer times (the thesis: 0.64 on a TX2)."""
     from rich.table import Table
 
+    from tileplan import api
     from tileplan.experiments.common import table_csv
     from tileplan.report.files import check_output_file, write_text_atomic
     from tileplan.report.plots import save, scatter

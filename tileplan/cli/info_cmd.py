@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 
-from tileplan import api
 from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, arch_app, out, zoo_app
 
 
@@ -25,6 +24,7 @@ def arch_show(name: str = typer.Argument(..., help=ARCH_HELP),
               sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
               yaml_out: bool = typer.Option(False, "--yaml", help="Print the YAML description.")) -> None:
     """Show one accelerator (with --set: as changed by the overrides)."""
+    from tileplan import api
     from tileplan.arch.load import preset_names, preset_path
     from tileplan.report.tables import arch_table
 
@@ -58,6 +58,7 @@ def zoo_list() -> None:
 def zoo_show(name: str = typer.Argument(..., help=MODEL_HELP),
              batch: int = typer.Option(1, "--batch", "-b", min=1, max=1024, help="Batch size (1 to 1024).")) -> None:
     """Show a network layer by layer (shapes, kernel, MACs, bytes at 1 byte per element)."""
+    from tileplan import api
     from tileplan.report.tables import network_table
     from tileplan.workload import zoo
 
@@ -73,6 +74,7 @@ def zoo_export(name: str = typer.Argument(..., help="Zoo network name."),
                path: Path = typer.Argument(..., help="Output .onnx file."),
                batch: int = typer.Option(1, "--batch", "-b", min=1, max=1024, help="Batch size (1 to 1024).")) -> None:
     """Write a zoo network as an ONNX graph (zero weights; onnx.checker passes)."""
+    from tileplan import api
     from tileplan.report.files import check_output_file
     from tileplan.workload.onnx_export import export_onnx
 

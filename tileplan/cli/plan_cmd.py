@@ -4,25 +4,32 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from tileplan import api
 from tileplan.cli.app import (
     ARCH_HELP,
     MODEL_HELP,
     NO_PRUNE_HELP,
     OBJECTIVE_HELP,
+    PSUM_HELP,
     SET_HELP,
     STRATEGY_HELP,
     _guard,
     _progress,
     app,
+    check_names,
+    machine_sets,
     out,
 )
 from tileplan.errors import TileplanError
-from tileplan.fusion.plan import FusionPlan
-from tileplan.workload.network import Network
+
+if TYPE_CHECKING:
+    from tileplan.fusion.plan import FusionPlan
+    from tileplan.mapping import Mapping
+    from tileplan.plan import LayerCost
+    from tileplan.workload.network import Network
 
 
 @app.command()
@@ -30,6 +37,7 @@ def plan(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
+    psum_bytes: int | None = typer.Option(None, "--psum-bytes", min=1, max=8, help=PSUM_HELP),
     objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=STRATEGY_HELP),
     dram_model: str = typer.Option("burst", "--dram-model",
@@ -57,9 +65,19 @@ def plan(
                                             help="marvel*: most dimensions that fan out over the PEs (default 3)."),
     min_utilization: float | None = typer.Option(None, "--min-utilization",
                                                  help="marvel*: least fraction of the PEs a step uses (default 0.1)."),
+    emit_timeloop: Path | None = typer.Option(None, "--emit-timeloop",
+                                              help="Write each layer's problem and chosen mapping as Timeloop v0.4 "
+                                                   "files into this folder (--arch a Timeloop arch.yaml; a "
+                                                   "multi-level strategy: marvel, marvel-joint)."),
+    emit_zigzag: Path | None = typer.Option(None, "--emit-zigzag",
+                                            help="Write the plan as ZigZag inputs (workload.yaml, hardware.yaml, "
+                                                 "mapping.yaml) into this folder."),
 ) -> None:
     """Find the best mapping of every layer of MODEL and print a per-layer table with totals
     (with --fuse: the best cut into fused groups and single layers)."""
+    check_names((strategy,), objective)
+    from tileplan import api
+    from tileplan.interop.tlyaml import timeloop_keys
     from tileplan.report.files import check_output_file, check_output_folder, make_output_folder, write_text_atomic
     from tileplan.report.tables import plan_csv, plan_summary, plan_table
 
@@ -71,9 +89,19 @@ def plan(
                 check_output_file(target)
         if plots_dir is not None:
             check_output_folder(plots_dir)
+        if emit_zigzag is not None:
+            check_output_folder(emit_zigzag)
+        if emit_timeloop is not None:
+            check_output_folder(emit_timeloop)
+            if fuse or "architecture" not in timeloop_keys(arch):
+                raise TileplanError("--emit-timeloop writes a Timeloop mapping for the Timeloop architecture it "
+                                    "targets: pass --arch ARCH.yaml (a Timeloop v0.4 file) and no --fuse")
+            if not api.multi_level_strategy(strategy):
+                raise TileplanError(f"--emit-timeloop writes multi-level mappings; strategy {strategy!r} makes "
+                                    f"two-level ones: plan with --strategy marvel or marvel-joint")
         options = api.strategy_options(fix_partition=fix_partition, fix_schedule=fix_schedule, pruning=no_prune or (),
                                        max_parallel=max_parallel, min_utilization=min_utilization)
-        machine = api.load_arch(arch, sets or ())
+        machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
         network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
@@ -98,6 +126,12 @@ def plan(
                 write_text_atomic(json_path, result.to_json())
             if csv_path:
                 write_text_atomic(csv_path, plan_csv(result))
+            if emit_timeloop is not None:
+                written = api.write_timeloop(result, network, arch, emit_timeloop)
+                out.print(f"wrote {len(written)} Timeloop files to {emit_timeloop}", highlight=False)
+            if emit_zigzag is not None:
+                written = api.write_zigzag(result, network, machine, emit_zigzag)
+                out.print(f"wrote {len(written)} ZigZag files to {emit_zigzag}", highlight=False)
         if plots_dir is not None:
             from tileplan.report.plan_plots import plan_figures, save_plan_figures
 
@@ -135,20 +169,31 @@ def eval_cmd(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
-    layer: str = typer.Option(..., "--layer", "-l", help="Layer name (see `tileplan zoo show MODEL`)."),
-    mapping: Path = typer.Option(..., "--mapping", "-m", help="Mapping JSON (as written by `plan --json`)."),
+    psum_bytes: int | None = typer.Option(None, "--psum-bytes", min=1, max=8, help=PSUM_HELP),
+    layer: str | None = typer.Option(None, "--layer", "-l", help="Layer name (see `tileplan zoo show MODEL`; "
+                                     "may be left out when MODEL has one layer)."),
+    mapping: Path = typer.Option(..., "--mapping", "-m", help="Mapping JSON (as written by `plan --json`) or a "
+                                 "Timeloop v0.4 mapping (.yaml, with a Timeloop --arch)."),
     json_out: bool = typer.Option(False, "--json", help="Print the cost breakdown as JSON."),
 ) -> None:
     """Cost one given mapping of one layer (model mode), with a clear error if it is invalid."""
-    from dataclasses import asdict
 
+    from tileplan import api
+    from tileplan.interop.tlyaml import timeloop_keys
     from tileplan.mapping import Mapping
-    from tileplan.report.tables import number
 
     def work() -> None:
-        machine = api.load_arch(arch, sets or ())
         network = api.load_network(model)
-        target = network[layer]
+        if layer is None and len(network.layers) != 1:
+            raise TileplanError(f"{model} has {len(network.layers)} layers; name one with --layer "
+                                f"(e.g. --layer {network.layers[0].name})")
+        target = network[layer] if layer is not None else network.layers[0]
+        if "mapping" in timeloop_keys(mapping):
+            machine, m = api.timeloop_mapping(target, arch, mapping)
+            machine = api.load_arch(machine, machine_sets(sets, psum_bytes))
+            _print_cost(m, api.evaluate(target, machine, m), json_out)
+            return
+        machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
         try:
             text = mapping.read_text(encoding="utf-8")
         except OSError as exc:
@@ -172,13 +217,20 @@ def eval_cmd(
             m = Mapping.from_dict(match[0]["mapping"], dims=target.dims)
         else:
             m = Mapping.from_json(text, dims=target.dims)
-        cost = api.evaluate(target, machine, m)
-        if json_out:
-            out.print_json(json.dumps(asdict(cost)))
-            return
-        out.print(str(m))
-        for key, value in asdict(cost).items():
-            out.print(f"{key:28s} {number(value) if isinstance(value, float | int) else value}", highlight=False)
-        out.print(f"{'bound':28s} {cost.bound} (the largest of compute, NoC and DRAM time)", highlight=False)
+        _print_cost(m, api.evaluate(target, machine, m), json_out)
 
     _guard(work)
+
+
+def _print_cost(m: Mapping, cost: LayerCost, json_out: bool) -> None:
+    from dataclasses import asdict
+
+    from tileplan.report.tables import number
+
+    if json_out:
+        out.print_json(json.dumps(asdict(cost)))
+        return
+    out.print(str(m))
+    for key, value in asdict(cost).items():
+        out.print(f"{key:28s} {number(value) if isinstance(value, float | int) else value}", highlight=False)
+    out.print(f"{'bound':28s} {cost.bound} (the largest of compute, NoC and DRAM time)", highlight=False)

@@ -7,14 +7,26 @@ from typing import Any
 
 import typer
 
-from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, OBJECTIVE_HELP, SET_HELP, STRATEGY_HELP, _guard, _progress, app, out
+from tileplan.cli.app import (
+    ARCH_HELP,
+    MODEL_HELP,
+    OBJECTIVE_HELP,
+    SET_HELP,
+    STRATEGY_HELP,
+    _guard,
+    _progress,
+    app,
+    check_names,
+    out,
+)
 from tileplan.errors import TileplanError
 
 
 def _plan_for(model: str, arch: str, sets: list[str] | None, strategy: str, objective: str,
               layer: str | None) -> tuple[Any, Any, Any]:
     """Plan MODEL (or only LAYER of it) on ARCH changed by SETS and return (network, arch, plan)."""
+    from tileplan import api
+
     network = api.load_network(model)
     a = api.load_arch(arch, sets or ())
     if layer is not None:
@@ -45,6 +57,8 @@ def emit(
 ) -> None:
     """Write the execution program of the planned mapping of one layer or of every layer (or of the
     best fused mapping of a group of layers)."""
+    check_names((strategy,), objective)
+    from tileplan import api
     from tileplan.program import generate_program
     from tileplan.program.files import TARGETS, write_program
     from tileplan.report.files import check_output_file, check_output_folder, make_output_folder
@@ -99,7 +113,7 @@ def emit(
 def _prec(a: Any) -> Any:
     from tileplan.workload.layer import Precision
 
-    return Precision.uniform(a.precision_bytes)
+    return Precision.uniform(a.precision_bytes, a.psum_bytes)
 
 
 @app.command()
@@ -117,6 +131,7 @@ def verify(
 ) -> None:
     """Plan, emit, execute and check every distinct layer: bit-exact output, and the DRAM bytes and
     bursts the program moved equal to what the model predicted (with --group: one fused group)."""
+    check_names((strategy,), objective)
     from rich.table import Table
 
     from tileplan.program import verify_layer
@@ -155,6 +170,7 @@ def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, str
                   seed: int) -> None:
     from rich.table import Table
 
+    from tileplan import api
     from tileplan.fusion.verify import verify_fused
 
     a = api.load_arch(arch, sets or ())

@@ -6,8 +6,18 @@ from pathlib import Path
 
 import typer
 
-from tileplan import api
-from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, _progress, app, out
+from tileplan.cli.app import (
+    ARCH_HELP,
+    MODEL_HELP,
+    PSUM_HELP,
+    SET_HELP,
+    _guard,
+    _progress,
+    app,
+    check_names,
+    machine_sets,
+    out,
+)
 from tileplan.errors import TileplanError
 
 
@@ -16,6 +26,7 @@ def report(
     model: str = typer.Argument(..., help=MODEL_HELP),
     arch: str = typer.Option("nmp", "--arch", "-a", help=ARCH_HELP),
     sets: list[str] | None = typer.Option(None, "--set", help=SET_HELP),
+    psum_bytes: int | None = typer.Option(None, "--psum-bytes", min=1, max=8, help=PSUM_HELP),
     output: Path = typer.Option(..., "--output", "-o", help="The HTML file to write."),
     objective: str = typer.Option("latency", "--objective", help="latency | energy | edp | dram | perf-per-byte"),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s", help="Search strategy (as for `tileplan plan`)."),
@@ -31,6 +42,8 @@ def report(
 ) -> None:
     """Plan MODEL and write one self-contained HTML page: summary, machine, a sortable per-layer table,
     the figures, fusion groups, the gap to the lower bounds and warnings (no network access needed)."""
+    check_names((strategy,), objective)
+    from tileplan import api
     from tileplan.report.files import check_output_file, write_text_atomic
     from tileplan.report.html import build_report
 
@@ -38,7 +51,7 @@ def report(
         if objective not in api.OBJECTIVES:
             raise TileplanError(f"unknown objective {objective!r}; choose {', '.join(api.OBJECTIVES)}")
         check_output_file(output)
-        machine = api.load_arch(arch, sets or ())
+        machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
         network = api.load_network(model, batch=batch, skip_unsupported=skip_unsupported)
         with _progress() as bar:
             task = bar.add_task("planning", total=None, label="")
@@ -54,7 +67,8 @@ def report(
                 fused = None
                 result = api.plan(network, machine, strategy=strategy, objective=objective, batch=batch,
                                   budget=budget, seed=seed, jobs=jobs, progress=tick)
-        write_text_atomic(output, build_report(result, machine, network, overrides=sets or (), fused_plan=fused))
+        write_text_atomic(output, build_report(result, machine, network, overrides=machine_sets(sets, psum_bytes),
+                                               fused_plan=fused))
         latency, dram = (fused.latency_cycles, fused.dram_bytes) if fused else (result.latency_cycles,
                                                                                  result.dram_bytes)
         groups = f", {len(fused.groups)} fused groups" if fused else ""

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import typer
 
-from tileplan import api
 from tileplan.cli.app import ARCH_HELP, _guard, _progress, app, err, out
 
 
@@ -32,6 +31,7 @@ def sweep(
 ) -> None:
     """Plan every point of the grid (machine overrides x models x strategies x objectives), one CSV row
     per point written as it finishes; run the same command again to resume an interrupted sweep."""
+    from tileplan import api
     from tileplan.report import plots
     from tileplan.report.files import check_output_file
     from tileplan.sweep import Sweep, parse_axes, read_done, run_sweep, sweep_figure

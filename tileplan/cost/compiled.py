@@ -2,8 +2,8 @@
 candidates in parallel (``prange``, numba's own 'workqueue' threads: no TBB or OpenMP needed).
 
 When the compiled loops run instead of their numpy twins (bit-identical results) is ``cost.jit``'s
-rule: by default once numba's on-disk cache holds them, which ``make venv`` (:func:`warm_up`) or the
-first command-line run (:func:`compile_in_background`) sees to; ``TILEPLAN_KERNEL=numba`` compiles
+rule: by default once numba's on-disk cache holds them, which ``make venv`` (``tileplan.warmup``) or the
+first command-line run (``tileplan.warmup.compile_in_background``) sees to; ``TILEPLAN_KERNEL=numba`` compiles
 them here if need be, ``=numpy`` never runs them. numba's cache is keyed by ``cost/kernel.py`` (where
 the compiled loops are written): after changing how this module compiles them, delete
 ``tileplan/cost/__pycache__/*.nb*``.
@@ -12,10 +12,8 @@ the compiled loops are written): after changing how this module compiles them, d
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -216,61 +214,11 @@ def _NO_COSTS(memories: int) -> tuple[np.ndarray, ...]:
             np.zeros((0, memories), dtype=np.int64), np.zeros(0, dtype=np.int8))
 
 
-def warm_up() -> None:
-    """Compile (or load from numba's cache) both loops on a tiny problem."""
-    from tileplan import api
-    from tileplan.cost.batch import MappingBatch
-    from tileplan.cost.model import evaluate_orders, tables_for
-    from tileplan.cost.problem import Problem
-    from tileplan.search.space import class_orders
-
-    a = api.load_arch("nmp")
-    problem = Problem(api.load_network("lenet5")["conv2"].with_precision(api._precision(a, None)), a)
-    ones = (1,) * 8
-    batch = MappingBatch(np.ones((2, 8), dtype=np.int64), np.tile(np.arange(8), (2, 1)),
-                         np.zeros((2, 3, 8), dtype=bool), np.ones((2, 8), dtype=np.int64),
-                         np.tile(MappingBatch.default_layout_codes(), (2, 1)), ones, ones)
-    K = tables_for(problem, batch)
-    evaluate(K, batch.tiles, batch.hoist, batch.unroll, batch.order, batch.layouts, 1, 1)
-    evaluate_orders(problem, batch, class_orders(), "latency", compiled_path=True)
-    from tileplan.search.space import feasible_product, spatial_options, tile_groups
-
-    grid = problem.core_grid(ones, ones)  # and the exhaustive search's walk of the feasible tile product
-    feasible_product(problem, tile_groups(problem, grid, spatial_options(problem, grid.max_length)), compiled=True)
-    from tileplan.search.space import _dominators, _pareto
-
-    _pareto(np.array([[1, 2], [2, 1], [2, 2]]), np.zeros((3, 1), dtype=np.int64), compiled=True)
-    _dominators(np.array([[1, 2], [2, 1], [2, 2]]), np.array([[1], [2], [1]]), compiled=True)
-    unroll_choice(K, batch.tiles, np.ones((2, 8), dtype=np.int64))
-
-
-def all_loops() -> list[Callable[..., Any]]:
-    """The Python functions of every compiled loop (the search's too)."""
-    from tileplan.search import tile_product
-
-    return [kernel.model_loop, kernel.unroll_loop, tile_product.walk, tile_product.front, tile_product.dominators]
-
-
-@cache
-def preload() -> None:
-    """Load the compiled loops here, once, when numba's on-disk cache holds them all: worker processes
-    forked from this one then inherit them instead of each loading them again (about 0.6 s of CPU
-    per worker and per pool). Nothing happens otherwise (a worker loads a loop once the cache holds
-    it) or under ``TILEPLAN_KERNEL=numpy``."""
-    if mode() == "numpy" or not all(jit.on_disk(f) for f in all_loops()):
+def load_cached() -> None:
+    """Load the kernel's compiled loops that numba's on-disk cache holds (never compiling; nothing under
+    ``TILEPLAN_KERNEL=numpy``), e.g. before forking worker processes, which then inherit them."""
+    if mode() == "numpy":
         return
-    warm_up()
-
-
-def compile_in_background() -> bool:
-    """When numba's cache lacks a compiled loop (a fresh install that skipped ``make venv``), compile
-    them all in a low-priority background process while this one runs their numpy twins; True when
-    such a compile is running. The command line calls it before a command that plans."""
-    return jit.compile_in_background(all_loops(), jit.cache_folder(kernel.model_loop))
-
-
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["--background"]:
-        jit.background_main(Path(sys.argv[2]), warm_up)
-    else:
-        warm_up()
+    for fn, loader in ((kernel.model_loop, loop), (kernel.unroll_loop, unroll_loop)):
+        if jit.on_disk(fn) and loader() is not None:
+            jit.load(loader(), fn)

@@ -35,6 +35,7 @@ LOCK_NAME = "tileplan-compile.lock"
 
 _held: dict[str, bool] = {}
 _read_at: dict[str, float] = {}
+_loaded: set[str] = set()  # loops loaded from numba's cache in this process
 
 
 def mode() -> str:
@@ -63,6 +64,12 @@ def _cache_holds(py_func: Callable[..., Any]) -> bool:
     folder = source.parent / "__pycache__"
     if os.access(source.parent, os.W_OK) and not any(folder.glob(f"{source.stem}.{py_func.__name__}-*.nbi")):
         return False  # numba writes next to a writable source: nothing there, no need to import numba
+    return bool(cached_signatures(py_func))
+
+
+def cached_signatures(py_func: Callable[..., Any]) -> list[tuple[Any, ...]]:
+    """The argument types of every compiled ``py_func`` numba's on-disk cache holds for its current source
+    and bytecode on this CPU (empty when numba is missing or its cache unreadable)."""
     try:
         from numba.core.caching import FunctionCache
         from numba.core.registry import cpu_target
@@ -70,20 +77,55 @@ def _cache_holds(py_func: Callable[..., Any]) -> bool:
         index = FunctionCache(py_func)._cache_file._load_index()  # empty when stale or of another numba
         magic = cpu_target.target_context.codegen().magic_tuple()
     except Exception:  # noqa: BLE001 - numba missing or its cache unreadable: not cached
-        return False
+        return []
     code = hashlib.sha256(py_func.__code__.co_code).hexdigest()
-    return any(k[1] == magic and k[2][0] == code for k in index)
+    return [k[0] for k in index if k[1] == magic and k[2][0] == code]
+
+
+def load(dispatcher: Any, py_func: Callable[..., Any]) -> None:
+    """Load into numba's ``dispatcher`` (of ``py_func``) every compiled version its on-disk cache holds,
+    without calling it and without compiling (once per process).
+
+    Machine code read from the cache needs none of numba's typing and lowering registries, which
+    numba nevertheless loads before its first cache read (``BaseContext.refresh``: importing some 40
+    of its modules and registering thousands of templates, ~90 % of a cached loop's load time). Here
+    the read skips that step: only numba's runtime (NRT) is initialised, and only for a loop compiled
+    with it (one that allocates). A later compile of a new signature refreshes the registries as
+    usual. docs/architecture-startup.md has the measurements."""
+    key = f"{py_func.__module__}.{py_func.__qualname__}"
+    signatures = [] if key in _loaded else cached_signatures(py_func)
+    if not signatures:
+        return
+    _loaded.add(key)
+    from numba.core.registry import cpu_target
+    from numba.core.runtime import nrt
+
+    context = cpu_target.target_context
+    uses_nrt = dispatcher.targetoptions.get("_nrt", True)
+    context.refresh = (lambda: nrt.rtsys.initialize(context)) if uses_nrt else (lambda: None)
+    try:
+        for sig in signatures:
+            dispatcher.compile(sig)
+    finally:
+        del context.refresh
 
 
 def ready(py_func: Callable[..., Any], loader: Any) -> bool:
     """Whether the compiled ``py_func`` should run now (see the module's docstring); ``loader`` is the
-    ``functools.cache``-wrapped function that returns it compiled (None when numba is missing)."""
+    ``functools.cache``-wrapped function that returns it compiled (None when numba is missing). A loop
+    numba's cache holds is loaded here, before its first call (:func:`load`)."""
     m = mode()
     if m == "numpy":
         return False
-    if m == "auto" and not (loader.cache_info().currsize or on_disk(py_func)):
+    cached = on_disk(py_func)
+    if m == "auto" and not (loader.cache_info().currsize or cached):
         return False
-    return loader() is not None
+    dispatcher = loader()
+    if dispatcher is None:
+        return False
+    if cached:
+        load(dispatcher, py_func)
+    return True
 
 
 def cache_folder(py_func: Callable[..., Any]) -> Path | None:
@@ -97,7 +139,7 @@ def cache_folder(py_func: Callable[..., Any]) -> Path | None:
 
 
 def compile_in_background(loops: list[Callable[..., Any]], lock_dir: Path | None) -> bool:
-    """Start ``python -m tileplan.cost.compiled --background LOCK`` (low priority, detached from the
+    """Start ``python -m tileplan.warmup --background LOCK`` (low priority, detached from the
     terminal, so Ctrl-C on this command does not stop it) when the mode is ``auto`` and numba's cache
     lacks one of ``loops``. A lock file in ``lock_dir`` keeps it to one such process at a time.
     True when a compile is running in the background (started now or earlier)."""
@@ -114,7 +156,7 @@ def compile_in_background(loops: list[Callable[..., Any]], lock_dir: Path | None
     except OSError:
         return False
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "tileplan.cost.compiled", "--background", str(lock)],
+        proc = subprocess.Popen([sys.executable, "-m", "tileplan.warmup", "--background", str(lock)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
     except OSError:

@@ -59,7 +59,7 @@ class Problem:
     precision: Precision = field(init=False)
 
     def __post_init__(self) -> None:
-        self.precision = self.layer.precision or Precision.uniform(self.arch.precision_bytes)
+        self.precision = self.layer.precision or Precision.uniform(self.arch.precision_bytes, self.arch.psum_bytes)
         self.layer = self.layer.with_precision(self.precision)
         self.dims = np.array(self.layer.dim_tuple, dtype=np.int64)
         try:

@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 
 #: A difference larger than this (relative) must carry an explanation in the summary.
 TOLERANCE = 0.10
+#: A written note explains a number only while ours stays this close (relative) to the value it was
+#: written for (``note_for``); beyond it the note is stale and the comparison counts as unexplained.
+NOTE_DRIFT = 0.02
 
 Log = Callable[[str], None]
 
@@ -51,6 +54,8 @@ class _RefValueModel(BaseModel):
     unit: str = ""
     source: str
     note: str = ""
+    #: ``ours`` when ``note`` was written: the note explains that run's number and no other.
+    note_for: float | None = None
 
 
 class _ReferenceModel(BaseModel):
@@ -71,6 +76,16 @@ class RefValue:
     unit: str
     source: str
     note: str
+    note_for: float | None = None
+
+    def note_holds(self, ours: float) -> bool:
+        """True when the note was written for this value of ours (within :data:`NOTE_DRIFT`), or
+        does not say which value it explains."""
+        if self.note_for is None:
+            return True
+        if self.note_for == 0:
+            return abs(ours) <= 1e-12
+        return abs(ours / self.note_for - 1.0) <= NOTE_DRIFT
 
 
 @dataclass(frozen=True)
@@ -90,7 +105,7 @@ class Reference:
         except ValidationError as err:
             where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors())
             raise ConfigError(f"reference data {name!r}: {where}") from None
-        values = {k: RefValue(k, v.value, v.unit, v.source, v.note) for k, v in model.values.items()}
+        values = {k: RefValue(k, v.value, v.unit, v.source, v.note, v.note_for) for k, v in model.values.items()}
         return cls(name, model.paper, model.title, values)
 
     @classmethod
@@ -129,6 +144,9 @@ class Comparison:
     paper: float
     ours: float
     explanation: str = ""
+    #: The reference's note was written for another value of ours (``note_for``) and was not used.
+    stale: bool = False
+    note_for: float | None = None
 
     @property
     def ratio(self) -> float:
@@ -155,6 +173,10 @@ class ExperimentResult:
     comparisons: list[Comparison] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     quick: bool = False
+    #: What a ``--quick`` run leaves out (e.g. "LeNet-5 only"), said beside every number it changes.
+    quick_scope: str = "reduced workload"
+    #: (what the paper shows, why it is not reproduced here): hardware, data or tools we do not run.
+    not_reproduced: list[tuple[str, str]] = field(default_factory=list)
 
     def table(self, name: str, rows: Sequence[dict[str, Any]]) -> None:
         """Add a table (one CSV file, ``name.csv``); rows are dicts with the same keys."""
@@ -164,16 +186,37 @@ class ExperimentResult:
         """Add a figure; ``draw`` returns a matplotlib Figure made by a ``tileplan.report.plots`` function."""
         self.figures[name] = draw
 
-    def compare(self, ref: Reference, key: str, ours: float, explanation: str = "") -> Comparison:
-        """Record ours next to the paper's ``key``. The explanation defaults to the reference's note."""
+    def compare(self, ref: Reference, key: str, ours: float, explanation: str = "", *,
+                quick_same: bool = False) -> Comparison:
+        """Record ours next to the paper's ``key``.
+
+        ``explanation`` (generated from this run's numbers) wins; otherwise the reference's written
+        note is used, but only for the run it was written for: never in a ``--quick`` run (whose
+        numbers come from a reduced workload; ``quick_same`` says this number is computed exactly as
+        in the full run) and never when ours has drifted from the note's ``note_for`` value -- then the
+        comparison says so and counts as unexplained until the note is rewritten."""
         rv = ref[key]
-        comp = Comparison(key, rv.source, rv.unit, rv.value, float(ours), explanation or rv.note)
+        why = explanation
+        if not why and rv.note:
+            if self.quick and not quick_same:
+                why = (f"quick run ({self.quick_scope}): not comparable with the paper's number; the full "
+                       f"run (without --quick) explains its difference")
+            elif rv.note_holds(float(ours)):
+                why = rv.note
+        comp = Comparison(key, rv.source, rv.unit, rv.value, float(ours), why,
+                          stale=(not explanation and bool(rv.note) and not (self.quick and not quick_same)
+                                 and not rv.note_holds(float(ours))), note_for=rv.note_for)
         self.comparisons.append(comp)
         return comp
 
     def note(self, text: str) -> None:
         """A paragraph for the summary (method, assumptions, beyond-the-paper findings)."""
         self.notes.append(text)
+
+    def cannot_reproduce(self, what: str, why: str) -> None:
+        """Record a figure, table or number of the paper that this experiment does not reproduce, and
+        why (it needs hardware, data sets or frameworks we do not run)."""
+        self.not_reproduced.append((what, why))
 
     def unexplained(self) -> list[Comparison]:
         """Comparisons differing by over 10 % without an explanation (should be none)."""
@@ -203,11 +246,17 @@ def summary_markdown(result: ExperimentResult) -> str:
             why = c.explanation if c.differs else (c.explanation and f"(within 10 %) {c.explanation}")
             if c.differs and not c.explanation:
                 why = "**UNEXPLAINED**"
+                if c.stale:
+                    why += f" (the written explanation is for ours = {_fmt(c.note_for or 0.0)}; re-check it)"
             lines.append(f"| {c.key} | {c.source} | {c.unit} | {_fmt(c.paper)} | {_fmt(c.ours)} | "
                          f"{_fmt(c.ratio)} | {why.replace('|', '/')} |")
         differing = sum(c.differs for c in result.comparisons)
         lines += ["", f"{len(result.comparisons)} paper numbers compared; {differing} differ by more than "
                   f"{TOLERANCE:.0%}, {len(result.unexplained())} of them unexplained.", ""]
+    if result.not_reproduced:
+        lines += ["## Not reproduced", ""]
+        lines += [f"- **{what}**: {why}" for what, why in result.not_reproduced]
+        lines.append("")
     if result.notes:
         lines += ["## Notes", ""]
         for n in result.notes:

@@ -38,7 +38,17 @@ GroupSearch = Callable[[FusedGroup, Arch, Objective], "GroupResult | None"]
 
 
 def _vector(cost: LayerCost) -> np.ndarray:
-    return np.array([cost.latency_cycles, cost.energy_pj, cost.dram_bytes])
+    """(latency cycles, energy pJ, DRAM bytes, DRAM bursts) of one segment."""
+    return np.array([cost.latency_cycles, cost.energy_pj, cost.dram_bytes, cost.bursts])
+
+
+def _tie_vector(v: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """A segment's sort key under linear ``weights``: the weighted value, then the per-layer search's
+    tie-break (``Objective.tie_keys``: latency, DRAM bytes, energy, bursts). Every entry adds up over
+    segments, so comparing sums lexicographically is exact for the DP. ``v``: (latency, energy, DRAM
+    bytes[, bursts]) -- a 3-vector has no bursts (0)."""
+    bursts = float(v[3]) if len(v) > 3 else 0.0
+    return np.array([float(weights @ v[:3]), float(v[0]), float(v[2]), float(v[1]), bursts])
 
 
 #: How one candidate group is searched at several accelerators differing only in capacity, one
@@ -126,19 +136,20 @@ def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: O
 
 def _dp(singles: list[np.ndarray], groups: dict[tuple[int, int], np.ndarray], weights: np.ndarray
         ) -> list[tuple[int, int]]:
-    """Segments (start, end) of the cheapest cut under the linear ``weights``."""
+    """Segments (start, end) of the cheapest cut under the linear ``weights``; ties broken as the
+    per-layer search breaks them (``_tie_vector``), then by the earlier choice (single layers first,
+    groups in the order given)."""
     n = len(singles)
-    best = np.full(n + 1, np.inf)
-    best[0] = 0.0
+    best: list[tuple[float, ...]] = [(0.0,) * 5] + [()] * n
     choice: list[tuple[int, int]] = [(0, 0)] * (n + 1)
     ending: dict[int, list[tuple[int, int]]] = {}
     for seg in groups:
         ending.setdefault(seg[1], []).append(seg)
     for i in range(1, n + 1):
-        best[i] = best[i - 1] + float(weights @ singles[i - 1])
+        best[i] = tuple(np.add(best[i - 1], _tie_vector(singles[i - 1], weights)).tolist())
         choice[i] = (i - 1, i)
         for j, e in ending.get(i, []):
-            value = best[j] + float(weights @ groups[(j, e)])
+            value = tuple(np.add(best[j], _tie_vector(groups[(j, e)], weights)).tolist())
             if value < best[i]:
                 best[i], choice[i] = value, (j, e)
     segs = []
@@ -151,15 +162,19 @@ def _dp(singles: list[np.ndarray], groups: dict[tuple[int, int], np.ndarray], we
 
 def choose_cut(objective: Objective, singles: list[np.ndarray], groups: dict[tuple[int, int], np.ndarray]
                ) -> list[tuple[int, int]]:
-    """The cut minimising ``objective`` over segments with (latency, energy, DRAM bytes) vectors."""
+    """The cut minimising ``objective`` over segments with (latency cycles, energy pJ, DRAM bytes[,
+    bursts]) vectors; among cuts of equal value, the least latency, then DRAM bytes, energy, bursts
+    (the per-layer search's order, ``search.objective.best_index``)."""
     all_single = [(i, i + 1) for i in range(len(singles))]
 
     def total(segs: list[tuple[int, int]]) -> np.ndarray:
         return np.sum([singles[s] if e == s + 1 else groups[(s, e)] for s, e in segs], axis=0)
 
-    def value(segs: list[tuple[int, int]]) -> float:
-        lat, en, dr = total(segs)
-        return float(objective.combine(lat, en, dr))
+    def key(segs: list[tuple[int, int]]) -> tuple[float, ...]:
+        tot = total(segs)
+        lat, en, dr = (float(x) for x in tot[:3])
+        bursts = float(tot[3]) if len(tot) > 3 else 0.0
+        return (float(objective.combine(lat, en, dr)), lat, dr, en, bursts)
 
     unit = {Objective.LATENCY: 0, Objective.ENERGY: 1, Objective.DRAM: 2}
     if objective in unit:
@@ -169,10 +184,10 @@ def choose_cut(objective: Objective, singles: list[np.ndarray], groups: dict[tup
     best = all_single
     current = all_single
     for _ in range(4):  # a product A*B: minimise B0*A + A0*B around the current plan
-        lat, en, dr = total(current)
+        lat, en, dr = total(current)[:3]
         weights = np.array([en, lat, 0.0]) if objective is Objective.EDP else np.array([dr, 0.0, lat])
         current = _dp(singles, groups, weights)
-        if value(current) < value(best):
+        if key(current) < key(best):
             best = current
     return best
 

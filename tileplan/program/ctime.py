@@ -39,7 +39,7 @@ def time_layers(network: Network, arch: Arch, plan: NetworkPlan, *, repeats: int
             if log:
                 log(f"timing {lp.name} ({i + 1}/{len(todo)})")
             assert lp.mapping is not None
-            layer = network[lp.name].with_precision(Precision.uniform(arch.precision_bytes))
+            layer = network[lp.name].with_precision(Precision.uniform(arch.precision_bytes, arch.psum_bytes))
             program = generate_program(layer, arch, lp.mapping)
             src, exe = folder / "layer.c", folder / "layer"
             src.write_text(emit_c(program))

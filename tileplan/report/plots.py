@@ -8,6 +8,7 @@ Functions return a matplotlib ``Figure`` built without pyplot (no global state, 
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +31,17 @@ def _figure(n_categories: int = 0, *, height: float = 3.6) -> Figure:
     return fig
 
 
+def _wrap(fig: Figure, title: str, share: float = 0.8) -> str:
+    """``title`` broken into lines that fit ``share`` of the figure's width (about 9 px per character
+    at the 10-point title size), so no title is clipped."""
+    chars = max(20, int(fig.get_size_inches()[0] * fig.dpi * share / 9.0))
+    return "\n".join(textwrap.wrap(title, chars)) if len(title) > chars else title
+
+
 def _axes(fig: Figure, title: str, xlabel: str, ylabel: str):  # type: ignore[no-untyped-def]
     with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
         ax = fig.add_subplot()
-    ax.set_title(title)
+    ax.set_title(_wrap(fig, title))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)
@@ -131,6 +139,34 @@ def grouped_bars(categories: Sequence[str], series: Mapping[str, Sequence[float]
         ax.set_yscale("log")
     _category_axis(ax, categories)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+def bar_panels(categories: Sequence[str], panels: Sequence[tuple[str, Mapping[str, Sequence[float]]]], *,
+               title: str, xlabel: str = "", log: bool = False) -> Figure:
+    """Grouped bars in side-by-side panels that share the categories, one panel per unit: ``panels``
+    is ``[(ylabel with its unit, {series: values}), ...]``, so no axis mixes units (kB beside %,
+    uJ beside cycles)."""
+    fig = _figure(max(len(categories) * len(panels), 8))
+    fig.set_size_inches(max(fig.get_size_inches()[0], 3.4 * len(panels) + 1.0), fig.get_size_inches()[1])
+    with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
+        axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (ylabel, series) in zip(axes, panels, strict=True):
+        k = max(1, len(series))
+        width = 0.8 / k
+        for j, (name, values) in enumerate(series.items()):
+            xs = [i - 0.4 + width * (j + 0.5) for i in range(len(categories))]
+            ax.bar(xs, [float(v) for v in values], width=width, label=name)
+        if log:
+            ax.set_yscale("log")
+        ax.set_ylabel(ylabel)
+        ax.set_xlabel(xlabel)
+        ax.grid(True, alpha=0.3)
+        ax.set_axisbelow(True)
+        _category_axis(ax, categories)
+        if k > 1:
+            ax.legend(loc="best")
+    fig.suptitle(_wrap(fig, title, 0.95))
     return fig
 
 
@@ -236,6 +272,54 @@ def network_graph(names: Sequence[str], inputs: Mapping[str, Sequence[str]], *, 
     if legend or any(len(g) > 1 for g in groups):
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
+
+
+#: Bare unit names: a y label made of two of them ("kB / %") mixes units on one axis.
+_UNITS = {"kb", "mb", "gb", "b", "bytes", "%", "uj", "mj", "pj", "j", "cycles", "mcycles", "kcycles", "s", "ms", "us",
+          "gmac/s", "macs", "words"}
+
+
+def _numeric(tick: str) -> bool:
+    if "10^" in tick:
+        return True
+    try:
+        float(tick.replace("\u2212", "-").replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
+def figure_problems(fig: Figure) -> list[str]:
+    """What makes ``fig`` hard to read, as sentences (empty: none): an axes without a y label, a
+    y label that joins two units ("kB / %", "uJ / Mcycles": draw two panels, :func:`bar_panels`),
+    no title, or a title that does not fit in the figure. Renders the figure once (Agg)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    problems: list[str] = []
+    canvas = FigureCanvasAgg(fig)
+    with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
+        canvas.draw()
+    renderer = canvas.get_renderer()
+    width = fig.bbox.width
+    sup = getattr(fig, "_suptitle", None)  # matplotlib keeps the suptitle here (no public getter before 3.10)
+    titles = [sup] if sup is not None and sup.get_text() else []
+    for i, ax in enumerate(fig.axes):
+        label = ax.get_ylabel().strip()
+        ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+        if not label and any(_numeric(t) for t in ticks):
+            problems.append(f"axes {i} has numbers but no y label (say what is plotted, in which unit)")
+        parts = [p.strip().lower() for p in label.replace("(", " ").replace(")", " ").split(" / ")]
+        if len(parts) > 1 and all(p in _UNITS for p in parts):
+            problems.append(f"axes {i}: y label {label!r} mixes units on one axis (use two panels)")
+        if ax.get_title():
+            titles.append(ax.title)
+    if not titles:
+        problems.append("the figure has no title")
+    for t in titles:
+        box = t.get_window_extent(renderer)
+        if box.x0 < -1 or box.x1 > width + 1:
+            problems.append(f"title {t.get_text()!r} is wider than the figure ({box.width:.0f} > {width:.0f} px)")
+    return problems
 
 
 def figure_bytes(fig: Figure, fmt: str) -> bytes:

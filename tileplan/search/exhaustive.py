@@ -164,6 +164,27 @@ def _order_keys(problem: Problem, objective: Objective, orders: np.ndarray, batc
     return keys, count
 
 
+#: At most this many of a chunk's mappings reaching its least value are fully costed to break the tie.
+TIE_CAP = 4096
+
+
+def _least(problem: Problem, objective: Objective, orders: np.ndarray, batch: MappingBatch, keys: np.ndarray,
+           low: float) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, order columns) of the mappings of ``batch`` whose ``keys`` reach the chunk's least value
+    ``low``, to be costed in full and tie-broken (``best_index``): at most :data:`TIE_CAP`, in row-major
+    order. When more tie (DRAM bytes or energy often do: many mappings move only the compulsory
+    traffic), those of the least latency among them, the first tie-break, are kept first."""
+    rows, cols = np.nonzero(keys <= low)
+    if len(rows) > TIE_CAP and objective is not Objective.LATENCY:
+        tied = np.unique(rows)
+        latency = np.full(keys.shape, np.inf)
+        latency[tied] = evaluate_orders(problem, batch.take(tied), orders, Objective.LATENCY.value)
+        lat = latency[rows, cols]
+        keep = lat <= lat.min()
+        rows, cols = rows[keep], cols[keep]
+    return rows[:TIE_CAP], cols[:TIE_CAP]
+
+
 def merge_split_searches(problem: Problem, parts: list[SplitSearch]) -> SearchResult:
     """The exhaustive result of a layer from the searches of all its splits (cut into parts that
     may have run in different processes): the least key, then the earliest split."""
@@ -193,6 +214,15 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     orders = class_orders() if orders is None else np.asarray(orders, dtype=np.int64)
     table = SplitTable.of(problem, splits)
     split_bounds = SplitBounds.of(problem, table, objective)
+    # Latency bounds too (built when first needed), so that a split whose objective bound ties the best
+    # found is still skipped when it cannot tie its latency (ties are broken by latency first).
+    latency_of: list[SplitBounds] = [split_bounds] if objective is Objective.LATENCY else []
+
+    def latency_bounds() -> SplitBounds:
+        if not latency_of:
+            latency_of.append(SplitBounds.of(problem, table, Objective.LATENCY))
+        return latency_of[0]
+
     bounds = split_bounds.lower
     visit = np.lexsort((np.arange(len(splits)), bounds))
     sizes: dict[tuple[int, ...], tuple[np.ndarray, float]] = {}  # per longest slices: unroll options, space
@@ -205,15 +235,22 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     n_orders = math.factorial(NDIMS)
     group_cache = layer_group_cache(problem)
 
-    def pruned(bound: float) -> bool:
-        if best_key is not None and bound >= best_key[0]:
+    def skip(bound: float, s: int, kind: str, *, may_tie: bool) -> bool:
+        """Whether split ``s`` with objective bound ``bound`` (of ``kind``; its latency bound of the same
+        kind) is skipped: when its bound exceeds a value found, or equals the best's and its latency bound is
+        at least the best's latency (``may_tie``: exceeds it: the bounds added after the first three
+        prune only when no mapping can even tie, so exactly the same mapping is chosen). For the
+        latency objective both bounds are one: skipped when at least (``may_tie``: above) the best."""
+        if shared is not None and bound > shared.get():
             return True
-        return shared is not None and bound > shared.get()
-
-    def beaten(bound: float) -> bool:
-        """The bound exceeds a value found: no mapping of the split can win or tie. (The bounds added
-        after the first three prune only then, so exactly the same mapping is chosen.)"""
-        return best_key is not None and bound > best_key[0] or shared is not None and bound > shared.get()
+        if best_key is None or bound < best_key[0]:
+            return False
+        if bound > best_key[0]:
+            return True
+        b = latency_bounds()
+        lat = b.tight(s, orders) if kind == "tight" else b.tight_runs(s, orders) if kind == "tight_runs" else \
+            float(getattr(b, kind)[s])
+        return lat > best_key[1] or (not may_tie and lat >= best_key[1])
 
     for rank, s in enumerate(visit):
         if rank % part[1] != part[0]:
@@ -226,9 +263,11 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
         space += size
         if progress:
             progress(rank, len(splits))
-        if pruned(bounds[s]) or (best_key is not None or shared is not None) and (
-                pruned(split_bounds.run[s]) or beaten(split_bounds.runs[s])
-                or pruned(split_bounds.tight(s, orders)) or beaten(split_bounds.tight_runs(s, orders))):
+        if skip(bounds[s], s, "lower", may_tie=False) or (best_key is not None or shared is not None) and (
+                skip(split_bounds.run[s], s, "run", may_tie=False)
+                or skip(split_bounds.runs[s], s, "runs", may_tie=True)
+                or skip(split_bounds.tight(s, orders), s, "tight", may_tie=False)
+                or skip(split_bounds.tight_runs(s, orders), s, "tight_runs", may_tie=True)):
             continue
         searched += 1
         grid = problem.core_grid(*splits[s])
@@ -253,10 +292,9 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
             if not np.isfinite(low) or (best_key is not None and low > best_key[0]) or (
                     shared is not None and low > shared.get()):
                 continue
-            rows, cols = np.nonzero(keys <= low)
-            sel = rows[:4096]
-            sub = batch.take(sel)
-            sub.order = orders[cols[:4096]]
+            rows, cols = _least(problem, objective, orders, batch, keys, low)
+            sub = batch.take(rows)
+            sub.order = orders[cols]
             costs = evaluate(problem, sub)
             i = best_index(objective, costs)
             cand_key = tuple(float(k[i]) for k in [objective.key(costs), *objective.tie_keys(costs)])

@@ -473,3 +473,11 @@ def front_wanted() -> bool:
 def dominators_wanted() -> bool:
     """Whether dominator lists take the compiled loop now."""
     return jit.ready(dominators, compiled_dominators)
+
+
+def load_cached() -> None:
+    """Load the compiled loops of this module that numba's on-disk cache holds (never compiling;
+    nothing under ``TILEPLAN_KERNEL=numpy``), e.g. before forking worker processes."""
+    for fn, loader in ((walk, compiled_walk), (front, compiled_front), (dominators, compiled_dominators)):
+        if jit.on_disk(fn) and (dispatcher := loader()) is not None:
+            jit.load(dispatcher, fn)

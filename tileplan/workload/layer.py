@@ -82,9 +82,13 @@ class Precision:
             raise WorkloadError(f"precision.psum must be a positive number of bytes, got {self.psum!r}")
 
     @classmethod
-    def uniform(cls, nbytes: int) -> Precision:
-        """Every operand (and the accumulator) ``nbytes`` wide."""
-        return cls(nbytes, nbytes, nbytes, nbytes)
+    def uniform(cls, nbytes: int, psum: int = 0) -> Precision:
+        """Every operand ``nbytes`` wide, and the accumulator ``psum`` bytes (0: ``nbytes`` too).
+
+        >>> Precision.uniform(1, 4)
+        Precision(input=1, weight=1, output=1, psum=4)
+        """
+        return cls(nbytes, nbytes, nbytes, psum or nbytes)
 
     def of(self, operand: Operand) -> int:
         """Bytes per element of ``operand``."""

@@ -14,7 +14,7 @@ from tileplan.dims import Operand
 from tileplan.errors import WorkloadError
 from tileplan.workload.layer import Layer, OpKind, Precision
 from tileplan.workload.network import Network
-from tileplan.workload.zoo.classic import alexnet, lenet5, vgg16, vgg19
+from tileplan.workload.zoo.classic import alexnet, alexnet_grouped, lenet5, vgg16, vgg19
 from tileplan.workload.zoo.densenet import densenet121
 from tileplan.workload.zoo.inception import googlenet, inceptionv3
 from tileplan.workload.zoo.marvel import marvel15
@@ -27,6 +27,7 @@ from tileplan.workload.zoo.yolo import tinyyolov2, yolov2
 BUILDERS: dict[str, Callable[[int], Network]] = {
     "lenet5": lenet5,
     "alexnet": alexnet,
+    "alexnet_grouped": alexnet_grouped,
     "vgg16": vgg16,
     "vgg19": vgg19,
     "resnet18": resnet18,

@@ -51,6 +51,26 @@ def _vgg(name: str, blocks: list[list[int]], batch: int) -> Network:
     return b.build()
 
 
+def alexnet_grouped(batch: int = 1) -> Network:
+    """AlexNet as Krizhevsky et al. (2012) trained it on two GPUs (Caffe's ``bvlc_alexnet``): 227x227
+    input, 96-256-384-384-256 filters, conv2, conv4 and conv5 in two groups (each tower sees half the
+    channels); 60,965,224 parameters with biases, 724M MACs. Ye et al. and SuperSlash evaluate this
+    form; ``alexnet`` is torchvision's single-tower variant."""
+    b = NetBuilder("alexnet_grouped", n=batch, channels=3, h=227, w=227)
+    x = b.conv(b.input, "conv1", 96, 11, stride=4, pad=0)
+    x = b.pool(x, "pool1", 3, stride=2)
+    x = b.conv(x, "conv2", 256, 5, pad=2, groups=2)
+    x = b.pool(x, "pool2", 3, stride=2)
+    x = b.conv(x, "conv3", 384, 3)
+    x = b.conv(x, "conv4", 384, 3, groups=2)
+    x = b.conv(x, "conv5", 256, 3, groups=2)
+    x = b.pool(x, "pool5", 3, stride=2)
+    x = b.fc(x, "fc6", 4096)
+    x = b.fc(x, "fc7", 4096)
+    b.fc(x, "fc8", 1000)
+    return b.build()
+
+
 def vgg16(batch: int = 1) -> Network:
     """VGG16 (configuration D of Simonyan & Zisserman 2014): 13 convs + 3 FC; 138.3M weights, 15.5 GMACs."""
     return _vgg("vgg16", [[64, 64], [128, 128], [256, 256, 256], [512, 512, 512], [512, 512, 512]], batch)
