@@ -2,9 +2,31 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 if "PYTEST_XDIST_WORKER" in os.environ:
     # pytest-xdist gives its workers COLUMNS=80 (the controller's terminal); captured command output is
     # as wide as piped output of a plain run (``cli.app``: COLUMNS, else 200), so tables keep one row per layer.
     os.environ["COLUMNS"] = "200"
+
+
+@pytest.fixture(autouse=True)
+def _figures_are_readable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every figure a test writes (experiments, plan plots, sweeps) is checked for a title that fits,
+    a y label on every numeric axis and no axis that mixes two units (plots.figure_problems)."""
+    if "tileplan.report.plots" not in sys.modules:
+        try:
+            import tileplan.report.plots  # noqa: F401
+        except ImportError:
+            return
+    plots = sys.modules["tileplan.report.plots"]
+    real = plots.save
+
+    def checked(fig, folder, name):  # type: ignore[no-untyped-def]
+        problems = plots.figure_problems(fig)
+        assert not problems, f"figure {name}: " + "; ".join(problems)
+        return real(fig, folder, name)
+
+    monkeypatch.setattr(plots, "save", checked)

@@ -40,7 +40,7 @@ F_SWEEP = 0  # 0..2: bytes of one sweep of each operand's tiles (output at outpu
 F_BURSTS = 3  # 3..5: bursts of one sweep
 F_PSUM = 6  # bytes of one sweep of output tiles at partial-sum precision
 F_PSUM_BURSTS = 7
-F_STEP = 8  # 8..10: sum over compute steps of each operand's loop-tile elements
+F_STEP = 8  # 8..10: sum over compute steps of each operand's loop-tile elements (input: every addend)
 F_FOOT = 11  # 11..13: on-chip bytes of each operand's tile box
 N_FIELDS = 14
 N_OUT = 16  # values returned by ``finish``: see its docstring
@@ -291,7 +291,7 @@ def operand(K: Any, s: int, op: int, code: int, hm: Any, pi: Any, dd: Any) -> No
             irrelevant = irrelevant * at(dd, s * DD_SHAPE + D_TRIPS + d)
     pi[p + F_SWEEP + op] = elems * K.ebytes[op]
     pi[p + F_BURSTS + op] = bursts
-    pi[p + F_STEP + op] = irrelevant * step
+    pi[p + F_STEP + op] = irrelevant * step * (K.copies if op == 0 else 1)  # an add reads every addend
     pi[p + F_FOOT + op] = box * K.onchip[op] * (K.copies if op == 0 else 1)
     if op == 2:
         pi[p + F_PSUM] = elems * K.psum

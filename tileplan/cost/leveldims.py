@@ -30,12 +30,20 @@ class NestStats:
     step_trips: int  # most steps in one DRAM tile (trip count of the level-1 loop)
 
 
-def leaves(length: int, t0: int, t1: int, fanout: int) -> list[tuple[int, int]]:
-    """(offset, extent) of every leaf, in loop order (tile, step, child)."""
+#: Which DRAM tiles of a dimension a sum covers: every one, the whole (``t0``-long) ones, or the
+#: last, shorter one (the multi-level model splits its counts by these when a remainder tile has a
+#: single step but whole tiles have several).
+ALL_TILES, WHOLE_TILES, REMAINDER_TILE = 0, 1, 2
+
+
+def leaves(length: int, t0: int, t1: int, fanout: int, part: int = ALL_TILES) -> list[tuple[int, int]]:
+    """(offset, extent) of every leaf, in loop order (tile, step, child), of the DRAM tiles ``part``."""
     out = []
     step = t1 * fanout
     for a in range(0, length, t0):
         e0 = min(t0, length - a)
+        if (part == WHOLE_TILES and e0 < t0) or (part == REMAINDER_TILE and e0 == t0):
+            continue
         for b in range(0, e0, step):
             ec = min(step, e0 - b)
             for k in range(0, ec, t1):
@@ -95,13 +103,16 @@ def gather_stats(length: int, t0: np.ndarray, t1: np.ndarray, fanout: np.ndarray
 
 
 @lru_cache(maxsize=65536)
-def halo_leaf_sums(out: tuple[int, int, int, int], ker: tuple[int, int, int, int], start: int, size: int,
+def halo_leaf_sums(out: tuple[int, ...], ker: tuple[int, ...], start: int, size: int,
                    stride: int, dilation: int) -> tuple[int, int]:
     """(sum, max) over every pair of an output leaf and a kernel leaf of the input rows (or columns)
     they read, clipped to the input (padding is never held). ``out``/``ker`` are (length, t0, t1,
-    fanout) of the output and kernel dimensions; ``start`` is the input index of output 0."""
-    o_leaves = np.array(leaves(*out), dtype=np.int64)
-    k_leaves = np.array(leaves(*ker), dtype=np.int64)
+    fanout[, part]) of the output and kernel dimensions; ``start`` is the input index of output 0.
+    A ``part`` that selects no tile gives (0, 0)."""
+    o_leaves = np.array(leaves(*out), dtype=np.int64).reshape(-1, 2)
+    k_leaves = np.array(leaves(*ker), dtype=np.int64).reshape(-1, 2)
+    if len(o_leaves) == 0 or len(k_leaves) == 0:
+        return 0, 0
     first = start + o_leaves[:, None, 0] * stride + k_leaves[None, :, 0] * dilation
     span = (o_leaves[:, None, 1] - 1) * stride + (k_leaves[None, :, 1] - 1) * dilation + 1
     ext = np.maximum(0, np.minimum(first + span, size) - np.maximum(first, 0))
@@ -109,15 +120,17 @@ def halo_leaf_sums(out: tuple[int, int, int, int], ker: tuple[int, int, int, int
 
 
 def gather_halo(out_len: int, ker_len: int, start: int, size: int, stride: int, dilation: int,
-                o: tuple[np.ndarray, np.ndarray, np.ndarray], k: tuple[np.ndarray, np.ndarray, np.ndarray]
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`halo_leaf_sums` of a batch; ``o``/``k`` are (t0, t1, fanout) arrays."""
+                o: tuple[np.ndarray, ...], k: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`halo_leaf_sums` of a batch; ``o``/``k`` are (t0, t1, fanout[, part]) arrays."""
     o0 = np.minimum(o[0], out_len)
     k0 = np.minimum(k[0], ker_len)
-    keys = np.stack([o0, np.minimum(o[1], o0), o[2], k0, np.minimum(k[1], k0), k[2]], axis=1)
+    zero = np.zeros_like(o0)
+    keys = np.stack([o0, np.minimum(o[1], o0), o[2], o[3] if len(o) > 3 else zero,
+                     k0, np.minimum(k[1], k0), k[2], k[3] if len(k) > 3 else zero], axis=1)
     uniq, inverse = unique_rows(keys)
-    table = np.array([halo_leaf_sums((out_len, int(a), int(b), int(c)), (ker_len, int(d), int(e), int(f)),
-                                     start, size, stride, dilation) for a, b, c, d, e, f in uniq],
+    table = np.array([halo_leaf_sums((out_len, int(a), int(b), int(c), int(pa)), (ker_len, int(d), int(e), int(f),
+                                                                                 int(pk)),
+                                     start, size, stride, dilation) for a, b, c, pa, d, e, f, pk in uniq],
                      dtype=np.int64).reshape(len(uniq), 2)
     rows = table[inverse]
     return rows[:, 0], rows[:, 1]

@@ -21,13 +21,13 @@ exactly what ``cost.model.evaluate`` returns.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from tileplan.cost.batch import CostBatch, MappingBatch
-from tileplan.cost.leveldims import gather_halo, gather_stats
+from tileplan.cost.leveldims import ALL_TILES, REMAINDER_TILE, WHOLE_TILES, gather_halo, gather_stats
 from tileplan.cost.model import evaluate
 from tileplan.cost.problem import CoreSlice, Problem
 from tileplan.dims import DIMS, NDIMS, OPERANDS, RELEVANT, Dim, Operand
@@ -143,11 +143,18 @@ class _CoreSweep:
     elems: list[np.ndarray]  # per operand: elements of one sweep of its pieces (input: every addend)
     footprint: np.ndarray  # (n, 3) bytes one child holds
     compute: np.ndarray
+    part_elems: Callable[[Operand, np.ndarray], np.ndarray]  # ``elems`` over a subset of DRAM tiles
+    rem_trips1: np.ndarray  # (n, 8) step trips in a dimension's remainder DRAM tile
+    split: np.ndarray  # (n, 8) whole DRAM tiles have several steps, the remainder tile one
 
     def take(self, index: np.ndarray) -> _CoreSweep:
+        def part_elems(op: Operand, parts: np.ndarray) -> np.ndarray:
+            full = np.zeros((len(self.compute), NDIMS), dtype=np.int64)
+            full[index] = parts
+            return self.part_elems(op, full)[index]
         return _CoreSweep([{k: v[index] for k, v in st.items()} for st in self.stats], self.trips0[index],
                           self.trips1[index], [e[index] for e in self.elems], self.footprint[index],
-                          self.compute[index])
+                          self.compute[index], part_elems, self.rem_trips1[index], self.split[index])
 
 
 def _core_sweep(problem: Problem, core: CoreSlice, tiles0: np.ndarray, tiles: np.ndarray, fanout: np.ndarray
@@ -160,26 +167,43 @@ def _core_sweep(problem: Problem, core: CoreSlice, tiles0: np.ndarray, tiles: np
     prec = problem.precision
     footprint = np.zeros((n, 3), dtype=np.int64)
     elems_of = []
+
+    def part_elems(op: Operand, parts: np.ndarray) -> np.ndarray:
+        """Elements of one sweep of ``op``'s pieces over the DRAM tiles ``parts`` ((n, 8) of
+        ``leveldims`` ALL_TILES / WHOLE_TILES / REMAINDER_TILE per dimension), every addend."""
+        span = np.where(parts == WHOLE_TILES, length // t0 * t0, np.where(parts == REMAINDER_TILE, length % t0, length))
+        elems = np.prod(span[:, list(_PLAIN[op])], axis=1)
+        if op is Operand.INPUT:
+            for axis, (dp, dk) in enumerate(((Dim.P, Dim.R), (Dim.Q, Dim.S))):
+                total, _ = gather_halo(
+                    int(length[dp]), int(length[dk]), problem.input_window_start(axis, core.offset[dp]),
+                    problem.in_h if axis == 0 else problem.in_w, problem.stride[axis], problem.dilation[axis],
+                    (t0[:, dp], tiles[:, dp], fanout[:, dp], parts[:, dp]),
+                    (t0[:, dk], tiles[:, dk], fanout[:, dk], parts[:, dk]))
+                elems = elems * total
+        return (problem.layer.input_count if op is Operand.INPUT else 1) * elems
+
     for op in OPERANDS:
-        elems = np.full(n, int(np.prod([length[d] for d in _PLAIN[op]])), dtype=np.int64)
         piece = np.prod(box[:, list(_PLAIN[op])], axis=1)
         copies = problem.layer.input_count if op is Operand.INPUT else 1
         if op is Operand.INPUT:
             for axis, (dp, dk) in enumerate(((Dim.P, Dim.R), (Dim.Q, Dim.S))):
-                size = problem.in_h if axis == 0 else problem.in_w
-                total, widest = gather_halo(
-                    int(length[dp]), int(length[dk]), problem.input_window_start(axis, core.offset[dp]), size,
-                    problem.stride[axis], problem.dilation[axis],
+                _, widest = gather_halo(
+                    int(length[dp]), int(length[dk]), problem.input_window_start(axis, core.offset[dp]),
+                    problem.in_h if axis == 0 else problem.in_w, problem.stride[axis], problem.dilation[axis],
                     (t0[:, dp], tiles[:, dp], fanout[:, dp]), (t0[:, dk], tiles[:, dk], fanout[:, dk]))
-                elems = elems * total
                 piece = piece * widest
-        elems_of.append(copies * elems)
+        elems_of.append(part_elems(op, np.zeros((n, NDIMS), dtype=np.int64)))
         if problem.has_operand[op]:
             footprint[:, op] = copies * piece * (prec.psum if op is Operand.OUTPUT else prec.of(op))
     steps = np.prod(np.stack([s["step_max"] for s in stats], axis=1), axis=1)
     compute = np.ceil(steps * float(problem.op_factor) / problem.arch.pe_array.macs_per_pe_per_cycle)
-    return _CoreSweep(stats, np.stack([s["tiles"] for s in stats], axis=1),
-                      np.stack([s["step_trips"] for s in stats], axis=1), elems_of, footprint, compute)
+    trips1 = np.stack([s["step_trips"] for s in stats], axis=1)
+    step = np.minimum(tiles, t0) * fanout
+    rem_trips1 = -(-(length % t0) // step)
+    split = (length % t0 > 0) & (trips1 > 1) & (rem_trips1 == 1)
+    return _CoreSweep(stats, np.stack([s["tiles"] for s in stats], axis=1), trips1, elems_of, footprint, compute,
+                      part_elems, rem_trips1, split)
 
 
 def _core_order(problem: Problem, cs: _CoreSweep, order0: np.ndarray | None, order1: np.ndarray | None
@@ -198,19 +222,52 @@ def _core_order(problem: Problem, cs: _CoreSweep, order0: np.ndarray | None, ord
             continue
         if order0 is None:
             state = np.zeros((n, NDIMS), dtype=np.int64)
+            recv, distinct = _irrelevant_factors(cs.stats, state, op)
+            recv_sum, distinct_sum = cs.elems[op] * recv, cs.elems[op] * distinct
         else:
-            state = _states(order0, order1, cs.trips0, cs.trips1, op)
-        recv, distinct = _irrelevant_factors(cs.stats, state, op)
+            recv_sum, distinct_sum = _classes(cs, order0, order1, op)
         elems = cs.elems[op]
         if op is Operand.OUTPUT:
-            writes = elems * distinct
+            writes = distinct_sum
             reads[:, op] = writes - elems
             fills[:, op] = reads[:, op]
         else:
-            fills[:, op] = elems * recv
-            reads[:, op] = elems * distinct
+            fills[:, op] = recv_sum
+            reads[:, op] = distinct_sum
     noc = reads[:, 0] * prec.input + reads[:, 1] * prec.weight + (reads[:, 2] + writes) * prec.psum
     return {"fills": fills, "reads": reads, "writes": writes, "noc": noc}
+
+
+def _classes(cs: _CoreSweep, order0: np.ndarray, order1: np.ndarray | None, op: Operand
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """(sum of elements x receivers, sum of elements x distinct pieces) of ``op`` over its loads.
+
+    The reload rule holds per DRAM tile: a step loop is multi-trip in a tile only if that tile has
+    several steps. Where a dimension indexing ``op`` has several steps in its whole DRAM tiles but
+    one in its remainder tile (``split``), the DRAM tiles fall into classes (per such dimension:
+    whole tiles or the remainder tile); each class gets its own states, and its elements are summed
+    over its tiles alone. (The classes stay fixed inside one iteration of the innermost multi-trip
+    DRAM loop indexing ``op``: the loops inside it that index ``op`` have one trip.)"""
+    n = len(cs.compute)
+    rel = [d for d in DIMS if d in RELEVANT[op] and cs.split[:, d].any()]
+    recv_sum = np.zeros(n, dtype=np.int64)
+    distinct_sum = np.zeros(n, dtype=np.int64)
+    for bits in range(1 << len(rel)):
+        rem = [d for i, d in enumerate(rel) if bits >> i & 1]
+        mask = np.all(cs.split[:, rem], axis=1) if rem else np.ones(n, dtype=bool)
+        if not mask.any():
+            continue
+        parts = np.zeros((n, NDIMS), dtype=np.int64)
+        trips1 = cs.trips1.copy()
+        for d in rel:
+            parts[:, d] = np.where(cs.split[:, d], REMAINDER_TILE if d in rem else WHOLE_TILES, ALL_TILES)
+            if d in rem:
+                trips1[:, d] = cs.rem_trips1[:, d]
+        elems = np.where(mask, cs.part_elems(op, parts) if rel else cs.elems[op], 0)
+        recv, distinct = _irrelevant_factors(cs.stats, _states(order0, order1, cs.trips0, trips1, op), op)
+        recv_sum += elems * recv
+        distinct_sum += elems * distinct
+    return recv_sum, distinct_sum
 
 
 @dataclass

@@ -215,7 +215,11 @@ def footprint(gm: GroupModel, sel: Selection, c: Choice, direction: Direction | 
     """On-chip bytes of the candidates ``sel`` per memory, held once (n, M) and double-buffered when
     the arch is (n, M); the reuse-buffer bytes (n,) and the direction used (n,) bool, True = cols
     (the one with the smaller reuse buffer when ``direction`` is None). ``weights=False`` leaves
-    out :func:`weight_footprint` (the only part that depends on ``c.resident``)."""
+    out :func:`weight_footprint` (the only part that depends on ``c.resident``).
+
+    A chunked map holds one chunk of the consumer's window in recompute mode; with reuse buffers the
+    channels not yet consumed in a step still hold their part of the window computed by earlier
+    steps, so the window of every channel is counted (an upper bound, like the reuse buffers)."""
     tile_n, tile_k, overlap, chunk = c.tile_n, c.tile_k, c.overlap, c.chunk
     layers, probs, arch = gm.layers, gm.problems, gm.arch
     first, last = layers[0], layers[-1]
@@ -233,8 +237,9 @@ def footprint(gm: GroupModel, sel: Selection, c: Choice, direction: Direction | 
         dbl += weight_footprint(gm, c)
     reuse_rows, reuse_cols = np.zeros(n), np.zeros(n)
     for m, prob in enumerate(probs):
-        if m > 0:
-            held[:, mem[_IN]] += tn * chunk[m - 1] * prob.precision.input * sel.take(gm.window_area(m))
+        if m > 0:  # a chunk of the window; with reuse buffers every channel's window (see below)
+            chans = chunk[m - 1] if overlap is Overlap.RECOMPUTE else layers[m - 1].k_out
+            held[:, mem[_IN]] += tn * chans * prob.precision.input * sel.take(gm.window_area(m))
         if gm.group.sides[m]:  # DRAM inputs of a merging layer: loaded like the first layer's input
             chans = sum(s.channels for s in gm.group.sides[m])
             dbl[:, mem[_IN]] += tn * chans * prob.precision.input * sel.take(gm.window_area(m))

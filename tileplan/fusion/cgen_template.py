@@ -277,7 +277,7 @@ static void run(long i, const long *ins)
                 for (long c = g * cg + ins[6]; c < g * cg + ins[7]; c++)
                     for (long h = 0; h < l->h; h++)
                         for (long w = 0; w < l->w; w++)
-                            have[m][idx4(d, n, c, h, w)] = 0;
+                            have[m][idx4(d, n, c, h, w)] &= keep[m][idx4(d, n, c, h, w)];
         break;
     }
     case FREE_WEIGHT:

@@ -88,75 +88,80 @@ def _parts(lo: int, hi: int, size: int) -> list[Range]:
 def generate_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedProgram:
     """The program of ``mapping``: for every (n, p, q) tile step, the first layer's input window (or
     its new part), streamed weights, every layer's region (window or new part) in channel chunks,
-    the last layer's output in K chunks."""
+    the last layer's output in K chunks. With reuse buffers, what a later step of the batch tile
+    reads is marked (KEEP) before the step's work, so a consumed chunk's DROP spares it."""
     mapping.check(group)
     gm = GroupModel(group, arch, np.array([mapping.tile_p]), np.array([mapping.tile_q]))
     layers = tuple(gm.layers)
     last = layers[-1]
-    reuse = mapping.overlap is not Overlap.RECOMPUTE
     rows, cols = gm.rows, gm.cols
     out: list[Instr] = []
     for m, layer in enumerate(layers):
         if layer.has_weights and mapping.resident[m]:
             out.append(Instr("LOAD_WEIGHT", m, k=(0, layer.k_out), c=(0, layer.dims[Dim.C])))
-    chunked = any(c < x.k_out for c, x in zip(mapping.chunk, layers, strict=False))
-    if chunked and reuse:
-        raise FusedProgramError("programs of channel-chunked groups are generated for the recompute mode only")
     steps = [(i, j) for i in range(int(rows.npos[0])) for j in range(int(cols.npos[0]))]
     if mapping.direction is Direction.COLS:
         steps = sorted(steps, key=lambda ij: (ij[1], ij[0]))
     if mapping.chunk_outer:
-        out.extend(_chunk_outer(layers, mapping, rows, cols, steps))
+        out.extend(_chunk_outer(group, layers, mapping, rows, cols, steps))
         return FusedProgram(group, arch, mapping, layers, tuple(out))
     for n in _parts(0, last.n, mapping.tile_n):
-        for t, (i, j) in enumerate(steps):
-            top_lo = (rows.new_in_lo(0), cols.new_in_lo(0)) if reuse else (rows.in_lo[0], cols.in_lo[0])
-            top_r = (int(top_lo[0][0, i]), int(rows.in_hi[0][0, i]))
-            top_c = (int(top_lo[1][0, j]), int(cols.in_hi[0][0, j]))
-            if top_r[1] > top_r[0] and top_c[1] > top_c[0]:
-                out.append(Instr("LOAD_INPUT", 0, n=n, c=(0, layers[0].c_in), rows=top_r, cols=top_c))
-            for m, sides in enumerate(group.sides):  # a merging layer's DRAM inputs, as the first layer's
-                lo_r, lo_c = (rows.new_in_lo(m), cols.new_in_lo(m)) if reuse else (rows.in_lo[m], cols.in_lo[m])
-                box_r = (int(lo_r[0, i]), int(rows.in_hi[m][0, i]))
-                box_c = (int(lo_c[0, j]), int(cols.in_hi[m][0, j]))
-                if box_r[1] > box_r[0] and box_c[1] > box_c[0]:
-                    out.extend(Instr("LOAD_SIDE", m, n=n, c=(s.offset, s.offset + s.channels), rows=box_r,
-                                     cols=box_c) for s in sides)
-            regions = []
-            for m in range(len(layers)):
-                lo_r = rows.new_lo[m] if reuse else rows.out_lo[m]
-                lo_c = cols.new_lo[m] if reuse else cols.out_lo[m]
-                regions.append(((int(lo_r[0, i]), int(rows.out_hi[m][0, i])),
-                                (int(lo_c[0, j]), int(cols.out_hi[m][0, j]))))
+        for t in range(len(steps)):
+            regions = _step_head(group, layers, mapping, rows, cols, steps, t, n, out)
             out.extend(_step(layers, mapping, group, n, regions))
-            if reuse:  # keep what a later step of this batch tile reads: the maps' windows ahead
-                for m in range(len(layers)):
-                    for r_rng, c_rng in _ahead(rows, cols, m, steps[t + 1:]):
-                        out.append(Instr("KEEP", m, n=n, rows=r_rng, cols=c_rng))
             out.append(Instr("STEP"))
     return FusedProgram(group, arch, mapping, layers, tuple(out))
 
 
-def _chunk_outer(layers: tuple[Layer, ...], mapping: FusedMapping, rows: AxisTiles, cols: AxisTiles,
-                 steps: list[tuple[int, int]]) -> list[Instr]:
+def _step_head(group: FusedGroup, layers: tuple[Layer, ...], mapping: FusedMapping, rows: AxisTiles,
+               cols: AxisTiles, steps: list[tuple[int, int]], t: int, n: Range, out: list[Instr]
+               ) -> list[tuple[Range, Range]]:
+    """Append step ``t``'s DRAM input loads (the first layer's window and merging layers' DRAM inputs:
+    whole windows, or their new parts with reuse buffers) and, with reuse buffers, the KEEP marks of
+    what later steps of the batch tile read; return every layer's output region of the step."""
+    reuse = mapping.overlap is not Overlap.RECOMPUTE
+    i, j = steps[t]
+    for m in range(len(layers)):
+        if m == 0 or group.sides[m]:
+            lo_r, lo_c = (rows.new_in_lo(m), cols.new_in_lo(m)) if reuse else (rows.in_lo[m], cols.in_lo[m])
+            box_r = (int(lo_r[0, i]), int(rows.in_hi[m][0, i]))
+            box_c = (int(lo_c[0, j]), int(cols.in_hi[m][0, j]))
+            if box_r[1] > box_r[0] and box_c[1] > box_c[0]:
+                if m == 0:
+                    out.append(Instr("LOAD_INPUT", 0, n=n, c=(0, layers[0].c_in), rows=box_r, cols=box_c))
+                out.extend(Instr("LOAD_SIDE", m, n=n, c=(s.offset, s.offset + s.channels), rows=box_r,
+                                 cols=box_c) for s in group.sides[m])
+    if reuse:  # keep what a later step of this batch tile reads: the maps' windows ahead
+        for m in range(len(layers)):
+            for r_rng, c_rng in _ahead(rows, cols, m, steps[t + 1:]):
+                out.append(Instr("KEEP", m, n=n, rows=r_rng, cols=c_rng))
+    regions = []
+    for m in range(len(layers)):
+        lo_r = rows.new_lo[m] if reuse else rows.out_lo[m]
+        lo_c = cols.new_lo[m] if reuse else cols.out_lo[m]
+        regions.append(((int(lo_r[0, i]), int(rows.out_hi[m][0, i])), (int(lo_c[0, j]), int(cols.out_hi[m][0, j]))))
+    return regions
+
+
+def _chunk_outer(group: FusedGroup, layers: tuple[Layer, ...], mapping: FusedMapping, rows: AxisTiles,
+                 cols: AxisTiles, steps: list[tuple[int, int]]) -> list[Instr]:
     """Ye et al.'s wr2lv2 order (Fig. 4c) for a two-layer group: per chunk of the intermediate map,
-    its weights of both layers once, then every tile step (input window, the chunk, the consumer's
-    accumulation into the whole-map partial sums); outputs stored during the last chunk."""
+    its streamed weights of both layers once (a resident layer's weights are loaded once before the
+    chunk loop and kept, as everywhere else), then every tile step (input window or its new part,
+    the chunk, the consumer's accumulation into the whole-map partial sums); outputs stored during
+    the last chunk."""
     first, second = layers
     out: list[Instr] = []
     chunks = _parts(0, first.k_out, mapping.chunk[0])
-    for k in chunks:
-        out.append(Instr("LOAD_WEIGHT", 0, k=k, c=(0, first.dims[Dim.C])))
-        if second.has_weights:
+    streamed = [x.has_weights and not mapping.resident[m] for m, x in enumerate(layers)]
+    for k in chunks:  # resident weights were loaded once before the chunk loop and stay
+        if streamed[0]:
+            out.append(Instr("LOAD_WEIGHT", 0, k=k, c=(0, first.dims[Dim.C])))
+        if streamed[1]:
             out.append(Instr("LOAD_WEIGHT", 1, k=(0, second.k_out), c=k))
         for n in _parts(0, second.n, mapping.tile_n):
-            for i, j in steps:
-                top_r = (int(rows.in_lo[0][0, i]), int(rows.in_hi[0][0, i]))
-                top_c = (int(cols.in_lo[0][0, j]), int(cols.in_hi[0][0, j]))
-                if top_r[1] > top_r[0] and top_c[1] > top_c[0]:
-                    out.append(Instr("LOAD_INPUT", 0, n=n, c=(0, first.c_in), rows=top_r, cols=top_c))
-                regs = [((int(rows.out_lo[m][0, i]), int(rows.out_hi[m][0, i])),
-                         (int(cols.out_lo[m][0, j]), int(cols.out_hi[m][0, j]))) for m in range(2)]
+            for t in range(len(steps)):
+                regs = _step_head(group, layers, mapping, rows, cols, steps, t, n, out)
                 live = [r[1] > r[0] and c[1] > c[0] for r, c in regs]
                 if live[0]:
                     out.append(Instr("COMPUTE", 0, n=n, k=k, c=(0, first.dims[Dim.C]), rows=regs[0][0],
@@ -167,7 +172,7 @@ def _chunk_outer(layers: tuple[Layer, ...], mapping: FusedMapping, rows: AxisTil
                 if k == chunks[-1] and live[1]:
                     out.append(Instr("STORE", 1, n=n, k=(0, second.k_out), rows=regs[1][0], cols=regs[1][1]))
                 out.append(Instr("STEP"))
-        out.extend(Instr("FREE_WEIGHT", m) for m in range(2) if layers[m].has_weights)
+        out.extend(Instr("FREE_WEIGHT", m) for m in range(2) if streamed[m])
     return out
 
 
@@ -193,13 +198,17 @@ def _step(layers: tuple[Layer, ...], mapping: FusedMapping, group: FusedGroup, n
         empty = reg_r[1] <= reg_r[0] or reg_c[1] <= reg_c[0]
         streamed = layer.has_weights and not mapping.resident[m]
         last = m == len(layers) - 1
+        tile_k = min(mapping.tile_k, layer.k_out)
         for k in _parts(0, layer.k_out, mapping.out_step(group, m)):
             if streamed:
                 out.append(Instr("LOAD_WEIGHT", m, k=k, c=(0, layer.dims[Dim.C])))
             if not empty:
                 out.append(Instr("COMPUTE", m, n=n, k=k, c=(0, layer.dims[Dim.C]), rows=reg_r, cols=reg_c))
-                if last:
-                    out.append(Instr("STORE", m, n=n, k=k, rows=reg_r, cols=reg_c))
+                # The output leaves in tile_k boxes (the model's K loop), however many filters a
+                # streamed layer computes at a time: stored once the box's last filter is done.
+                k_box = (k[1] - 1) // tile_k * tile_k
+                if last and k[1] == min(k_box + tile_k, layer.k_out):
+                    out.append(Instr("STORE", m, n=n, k=(k_box, k[1]), rows=reg_r, cols=reg_c))
             if not last and mapping.chunk[m] < layer.k_out:  # the consumer takes this chunk at once
                 nxt = layers[m + 1]
                 c_r, c_c = regions[m + 1]
@@ -336,7 +345,7 @@ class _Machine:
         elif ins.op == "DROP":
             layer = self.layers[m]
             chans = _flat_channels(layer.groups, layer.dims[Dim.C], ins.c)
-            self.have[m][n0:n1, chans] = False
+            self.have[m][n0:n1, chans] &= self.keep[m][n0:n1, chans]  # what a later step reads stays
         elif ins.op == "FREE_WEIGHT":  # a chunk's weights, kept over the tile steps (chunk_outer)
             w_have = self.w_have[m]
             assert w_have is not None
