@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,interop]'
 	$(BIN)/python -m compileall -q tileplan  # bytecode now: a read-only install never recompiles it
 	$(BIN)/python -m tileplan.warmup  # compile every loop once (numba caches it)
 	touch $(STAMP)
