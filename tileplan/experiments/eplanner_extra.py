@@ -16,11 +16,13 @@ from typing import Any
 import numpy as np
 
 from tileplan import api
+from tileplan.cost.problem import Problem
 from tileplan.dims import Operand
 from tileplan.experiments.common import ExperimentResult, Reference
 from tileplan.report import plots
 from tileplan.search.eplanner import alg1_initial, alg2_eliminate, fitting
 from tileplan.search.nest import LOOPS, Nest
+from tileplan.workload.precision import Precision
 
 SETUP = "eplanner-a"
 LAYER = ("vgg16", "conv4_2")
@@ -34,10 +36,10 @@ MIB = 2**20
 
 def conv4_2_steps(quick: bool) -> tuple[list[dict[str, Any]], dict[str, np.ndarray], Any]:
     """Counts after each pruning step and, per step, (n, 2) [intensity MAC/B, performance GMAC/s]."""
-    from tileplan.experiments.eplanner import _problem  # eplanner imports this module
 
     layer = next(x for x in api.load_network(LAYER[0]).layers if x.name == LAYER[1])
-    problem = _problem(layer, SETUP)
+    arch = api.load_arch(SETUP)
+    problem = Problem(layer.with_precision(Precision.uniform(arch.precision_bytes, arch.psum_bytes)), arch)
     nest = Nest.of(problem)
     values = [nest.values(i) for i in range(6)]
     shape = tuple(len(v) for v in values)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from tileplan.arch import load as load_arch
+from tileplan.cost.problem import Problem
 from tileplan.dims import Dim, Operand
 from tileplan.experiments.common import ExperimentResult, Reference
 from tileplan.parallel import run_parallel
@@ -26,6 +28,7 @@ from tileplan.search.objective import Objective
 from tileplan.workload.layer import Layer
 from tileplan.workload.network import Network
 from tileplan.workload.zoo import get as load_network
+from tileplan.workload.zoo.marvel import TABLE3
 
 #: The paper's Table 2 rows per network (label, our layer type); the label is the key's middle part.
 TABLE2_TYPES: dict[str, tuple[str, ...]] = {
@@ -133,11 +136,11 @@ PLATFORM = "eyeriss"
 
 def _latency_task(task: tuple[str, str]) -> float:
     """MARVEL's latency-optimal cycles of Table 3 layer ``label`` with the fan-out restricted to ``flow``."""
-    from tileplan.experiments.marvel import _problem  # marvel imports this module
 
     label, flow = task
     dims = tuple(d for letter in flow for d in _DIMS[letter])
-    _off, on = marvel_parts(_problem(label, PLATFORM), Objective.LATENCY, parallel=dims, max_parallel=2)
+    _off, on = marvel_parts(Problem(next(r for r in TABLE3 if r.label == label).layer(), load_arch(PLATFORM)),
+                           Objective.LATENCY, parallel=dims, max_parallel=2)
     return float(on.cost.latency_cycles[0])
 
 

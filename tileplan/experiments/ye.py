@@ -28,6 +28,7 @@ from tileplan.arch.spec import Arch
 from tileplan.cost.problem import Problem
 from tileplan.experiments import ye_extra
 from tileplan.experiments.common import ExperimentResult, Log, Reference
+from tileplan.experiments.ye_setup import DRAM, conv_part, words_arch
 from tileplan.fusion.group import FusedGroup, FusedMapping
 from tileplan.fusion.plan import FusionPlan
 from tileplan.fusion.planner import candidate_groups, candidate_groups_sizes, choose_cut, plan_fusion_sizes
@@ -39,9 +40,8 @@ from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, NetworkPlan
 from tileplan.report import plots
 from tileplan.search import run as run_strategy
-from tileplan.search.objective import Objective
 from tileplan.search.ye import ORDERS
-from tileplan.workload.layer import Layer, OpKind, Precision
+from tileplan.workload.layer import Layer, Precision
 from tileplan.workload.network import Network
 
 NAME = "ye"
@@ -64,12 +64,6 @@ PARTS = {"densenet121": 2, "resnext50": 2}
 FIG6 = (("fig6a", 336, 28), ("fig6b", 988, 7))
 CURVES = ("smartshuttle", "fused_only", "hybrid", "superslash", "general")
 _PENALTY = 1e15  # fused-only: a single layer that could be fused costs this much extra in the cut
-DRAM = Objective.DRAM
-
-
-def words_arch(kb: int) -> Arch:
-    """``ye-<kb>`` with one-byte elements (the buffer holds ``kb`` K data words)."""
-    return api.load_arch(f"ye-{kb}", ["precision_bytes=1"])
 
 
 def network_dram(plan: FusionPlan | NetworkPlan) -> float:
@@ -120,14 +114,6 @@ class Point:
     chosen: dict[str, int]
     seconds: float
     pairs: tuple[tuple[str, FusedGroup, FusedMapping], ...] = ()
-
-
-def conv_part(network: Network) -> Network:
-    """The network up to its classifier (the layers before the first global pool or FC layer): the
-    convolutions Ye et al. evaluate."""
-    layers = network.layers
-    end = next((i for i, x in enumerate(layers) if x.op in (OpKind.FC, OpKind.GLOBALPOOL)), len(layers))
-    return replace(network, layers=layers[:end])
 
 
 def network_point(label: str, zoo_name: str, batch: int, kb: int, *, general: bool = True) -> Point:
@@ -365,7 +351,7 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
                                             title=f"{label}: DRAM access normalised to SmartShuttle",
                                             xlabel="buffer (K words)", ylabel="DRAM / SmartShuttle"))
     _compare_networks(res, ref, points)
-    ye_extra.run(res, ref, points, quick)
+    ye_extra.run(res, ref, points, quick, network_point)
     res.note(f"Run time {time.perf_counter() - t0:.1f} s ({'quick' if quick else 'full'}).")
     return res
 

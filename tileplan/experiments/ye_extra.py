@@ -6,11 +6,12 @@ cannot be reproduced (the previous works' dataflows are not in tileplan).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tileplan import api
 from tileplan.experiments.common import ExperimentResult, Reference
+from tileplan.experiments.ye_setup import DRAM, conv_part, words_arch
 from tileplan.fusion.planner import plan_fusion_sizes
 from tileplan.search.objective import Objective
 from tileplan.workload.layer import Precision
@@ -51,9 +52,8 @@ def crossovers(res: ExperimentResult, ref: Reference, points: Sequence[Any]) -> 
                                                                                       "hybrid")}} for p in mine])
 
 
-def fig11(res: ExperimentResult) -> None:
+def fig11(res: ExperimentResult, network_point: Callable[..., Any]) -> None:
     """Fig. 11's point for our strategies (full run only: a whole AlexNet plan at one more size)."""
-    from tileplan.experiments.ye import network_point  # ye imports this module
 
     p = network_point(*FIG11, FIG11_KB)
     res.table("fig11_alexnet_b1_288kb", [{"strategy": k, "dram_words": v, "vs_smartshuttle_pct":
@@ -67,7 +67,6 @@ def fig11(res: ExperimentResult) -> None:
 def conv_pool_conv(res: ExperimentResult, kb: int) -> None:
     """The groups the general --fuse planner forms on AlexNet (batch 1) at ``kb`` K words: which of them
     fuse a pool between two convolutions (Ye et al.'s pairs never include a pool)."""
-    from tileplan.experiments.ye import DRAM, conv_part, words_arch
 
     net = conv_part(api.load_network(FIG11[1], batch=1)).with_precision(Precision.uniform(1))
     arch = words_arch(kb)
@@ -101,10 +100,12 @@ def not_reproduced(res: ExperimentResult) -> None:
                          f"{FIG11_KB} K words are in fig11_alexnet_b1_288kb.csv (full run)")
 
 
-def run(res: ExperimentResult, ref: Reference, points: Sequence[Any], quick: bool) -> None:
-    """Everything above (called from :func:`tileplan.experiments.ye.run`)."""
+def run(res: ExperimentResult, ref: Reference, points: Sequence[Any], quick: bool,
+        network_point: Callable[..., Any]) -> None:
+    """Everything above (called from :func:`tileplan.experiments.ye.run`, which passes its
+    ``network_point``: this module sits beside ye.py and never imports it)."""
     crossovers(res, ref, points)
     conv_pool_conv(res, 256 if quick else FIG11_KB)
     if not quick:
-        fig11(res)
+        fig11(res, network_point)
     not_reproduced(res)
