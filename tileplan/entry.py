@@ -48,6 +48,13 @@ def main() -> None:
             signal.signal(sig, signal.SIG_IGN)
         print("interrupted", file=sys.stderr)
         code = 128 + int(getattr(exc, "signum", signal.SIGINT))
+    if code in (128 + signal.SIGINT, 128 + signal.SIGTERM, 128 + signal.SIGHUP):
+        # Stopped by a signal, clean-up done: leave without the interpreter's exit handlers.
+        # concurrent.futures' joins the pool's manager thread, which can raise "Bad file descriptor"
+        # on the pipe of a pool whose workers were just terminated (seen under load after SIGTERM).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     sys.exit(code)
 
 
