@@ -552,17 +552,9 @@ def operand_names() -> list[str]:
 
 def _read_plan(path: Path) -> NetworkPlan:
     """The per-layer plan in the JSON file ``path`` (errors name the file and say what it holds)."""
-    import json
+    from tileplan.files import read_json_input
 
-    from tileplan.files import read_text_input
-
-    text = read_text_input(path, "plan file (JSON)")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise TileplanError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
-    except RecursionError:
-        raise TileplanError(f"{path}: nested too deeply to be a plan file") from None
+    data = read_json_input(path, "plan file (JSON)", f"{path}:", "a plan file")
     if isinstance(data, dict) and "groups" in data and "base" in data:
         raise TileplanError(f"{path} is a fused plan (`plan --fuse`): fused groups have no per-layer time to "
                             f"correlate; give a plan written by `tileplan plan --json` without --fuse")

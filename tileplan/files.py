@@ -11,6 +11,7 @@ import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tileplan.errors import TileplanError
 
@@ -230,3 +231,18 @@ def csv_cell(value: object) -> object:
 def csv_row(row: dict[str, object]) -> dict[str, object]:
     """A CSV row (column -> value) with every text cell passed through :func:`csv_cell`."""
     return {k: csv_cell(v) for k, v in row.items()}
+
+
+def read_json_input(path: str | Path, what: str, where: str, kind: str) -> Any:
+    """The parsed JSON of the input file ``path`` (read as :func:`read_text_input` reads it, ``what``
+    naming it). Invalid JSON is one error starting with ``where`` ("mapping file m.json is") and a
+    document nested too deeply to parse says it cannot be ``kind`` ("a mapping")."""
+    import json
+
+    text = read_text_input(path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise TileplanError(f"{where} not valid JSON (line {err.lineno}: {err.msg})") from None
+    except RecursionError:
+        raise TileplanError(f"{where} nested too deeply to be {kind}") from None

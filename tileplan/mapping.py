@@ -282,6 +282,11 @@ class Mapping:
             data = json.loads(text)
         except json.JSONDecodeError as err:
             raise MappingError(f"mapping is not valid JSON (line {err.lineno}: {err.msg})") from None
+        return cls.from_object(data, dims=dims)
+
+    @classmethod
+    def from_object(cls, data: object, *, dims: dict[Dim, int] | None = None) -> Mapping:
+        """A mapping from parsed JSON, which must be an object with tiles/order/... fields."""
         if not isinstance(data, dict):
             raise MappingError("mapping JSON must be an object with tiles/order/... fields")
         return cls.from_dict(data, dims=dims)

@@ -186,7 +186,7 @@ def eval_cmd(
     """Cost one given mapping of one layer (model mode), with a clear error if it is invalid."""
 
     from tileplan import api
-    from tileplan.files import read_text_input
+    from tileplan.files import read_json_input
     from tileplan.interop.tlyaml import timeloop_keys
     from tileplan.mapping import Mapping
 
@@ -202,13 +202,7 @@ def eval_cmd(
             _print_cost(m, api.evaluate(target, machine, m), json_out)
             return
         machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
-        text = read_text_input(mapping, "mapping file (JSON)")
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise TileplanError(f"mapping file {mapping} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
-        except RecursionError:
-            raise TileplanError(f"mapping file {mapping} is nested too deeply to be a mapping") from None
+        data = read_json_input(mapping, "mapping file (JSON)", f"mapping file {mapping} is", "a mapping")
         if isinstance(data, dict) and "layers" in data:  # a whole plan: take this layer's mapping
             layers = data["layers"]
             if not isinstance(layers, list) or not all(isinstance(lp, dict) and "name" in lp for lp in layers):
@@ -221,7 +215,7 @@ def eval_cmd(
                 raise TileplanError(f"plan file {mapping}: the mapping of layer {layer!r} is not an object")
             m = Mapping.from_dict(match[0]["mapping"], dims=target.dims)
         else:
-            m = Mapping.from_json(text, dims=target.dims)
+            m = Mapping.from_object(data, dims=target.dims)
         _print_cost(m, api.evaluate(target, machine, m), json_out)
 
     _guard(work)
