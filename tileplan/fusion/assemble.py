@@ -368,6 +368,9 @@ def _finish(gm: GroupModel, read: np.ndarray, write: np.ndarray, bursts: np.ndar
 
 def evaluate_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedCost:
     """Costs of one fused mapping of ``group`` on ``arch`` (a batch of one)."""
+    if group.block is not None:
+        from tileplan.fusion.block_cost import evaluate_block
+        return evaluate_block(group, arch, mapping)
     mapping.check(group)
     gm = GroupModel(group, arch, np.array([mapping.tile_p]), np.array([mapping.tile_q]))
     cost, _ = assemble(gm, tile_n=mapping.tile_n, tile_k=mapping.tile_k, overlap=mapping.overlap,

@@ -42,6 +42,7 @@ from typing import Any
 
 from tileplan.dims import NDIMS, Dim
 from tileplan.errors import MappingError, WorkloadError
+from tileplan.fusion.blocks import BlockShape, block_shape
 from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.network import Network
 
@@ -121,6 +122,8 @@ def chain_error(layers: Sequence[Layer], network: Network | None = None, *, merg
     """
     if len(layers) < 1:
         return "a group needs at least one layer"
+    if block_shape(layers, network) is not None:  # an attention or MLP block (``fusion.blocks``)
+        return None
     for m, layer in enumerate(layers):
         if layer.op in MERGING and merges:
             if m == 0:
@@ -157,6 +160,9 @@ class FusedGroup:
         why = chain_error(self.layers, merges=True)
         if why:
             raise WorkloadError(f"cannot fuse {self.name}: {why}")
+        if self.block is not None:  # no DRAM side inputs: K, V and weights are the B operands
+            object.__setattr__(self, "sides", ((),) * len(self.layers))
+            return
         if not self.sides:
             object.__setattr__(self, "sides", _all_sides(self.layers, None))
         if len(self.sides) != len(self.layers):
@@ -191,6 +197,11 @@ class FusedGroup:
     @property
     def name(self) -> str:
         return "+".join(layer.name for layer in self.layers)
+
+    @property
+    def block(self) -> BlockShape | None:
+        """The attention or MLP block this group is (``fusion.blocks``), else ``None``."""
+        return block_shape(self.layers)
 
     def __len__(self) -> int:
         return len(self.layers)
@@ -272,6 +283,10 @@ class FusedMapping:
 
     def check(self, group: FusedGroup) -> None:
         """Raise ``MappingError`` if this mapping does not fit ``group``'s shapes."""
+        if group.block is not None:
+            from tileplan.fusion.block_cost import check_block_mapping
+            check_block_mapping(group, self)
+            return
         n = len(group)
         last = group.last
         if len(self.resident) != n or len(self.unroll) != n or len(self.chunk) != n - 1:
@@ -319,6 +334,9 @@ class FusedMapping:
 
     def describe(self, group: FusedGroup) -> str:
         """Like ``str`` but naming only the maps that are really chunked and omitting a full tile_k."""
+        if group.block is not None:
+            from tileplan.fusion.block_cost import describe_block_mapping
+            return describe_block_mapping(group, self)
         res = "".join("R" if r else "S" for r, x in zip(self.resident, group.layers, strict=True))
         chunks = [f"{group.layers[m].name}/{c}" for m, c in enumerate(self.chunk) if c < group.layers[m].k_out]
         tk = f" K{self.tile_k}" if self.tile_k < group.last.k_out else ""

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tileplan.arch.spec import Arch
+from tileplan.fusion.blocks import block_spans
 from tileplan.fusion.group import FusedGroup, chain_error
 from tileplan.fusion.plan import FusionPlan, GroupPlan, sum_costs
 from tileplan.fusion.search import GroupResult, search_group_sizes
@@ -108,6 +109,17 @@ def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: O
                 owner[key] = group.name
                 groups[key] = group
                 todo.append(key)
+    # Attention and MLP blocks (``fusion.blocks``): one candidate each, whatever ``max_group``, with
+    # the general search (the papers' restricted searches fuse windowed chains only).
+    blocks = block_spans(network) if merge else []
+    for start, end in blocks:
+        group = FusedGroup.of(network, [x.name for x in layers[start:end]])
+        key = group.signature()
+        chains[(start, end)] = key
+        if key not in owner:
+            owner[key] = group.name
+            groups[key] = group
+            todo.append(key)
     args = [(groups[key], list(archs), objective, searcher, sizes_searcher) for key in todo]
     results: dict[tuple[object, ...], list[GroupResult | None]] = {}
     for done, (i, res) in enumerate(run_parallel(_search, args, jobs=max(1, jobs)), start=1):
@@ -130,6 +142,11 @@ def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: O
                 end += 1
             # HW-Flow-Fusion restarts from the first layer that could not join (``end - 1``).
             start = start + 1 if every_start else max(start + 1, end - 1)
+        for span in blocks:
+            result = results[chains[span]][a]
+            if result is not None:
+                name = "+".join(x.name for x in layers[span[0]:span[1]])
+                found[span] = (result, None if owner[chains[span]] == name else owner[chains[span]])
         out.append(found)
     return out
 

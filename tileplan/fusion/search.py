@@ -143,6 +143,9 @@ def search_group_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Obje
     Sizes whose capacities are not all below one of them (several memories growing differently),
     and ``prune=False``, are searched one by one. ``gm`` (restricted tile sizes, resource shares)
     is the model of ``archs[0]`` and only allowed with one accelerator."""
+    if group.block is not None:  # an attention or MLP block: its own nest (``fusion.block_cost``)
+        from tileplan.fusion.block_cost import search_block_sizes
+        return search_block_sizes(group, archs, objective)  # type: ignore[return-value]
     start = time.perf_counter()
     obj = Objective(objective)
     if not archs:

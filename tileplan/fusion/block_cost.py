@@ -1,0 +1,309 @@
+"""Costs and search of fused attention and MLP blocks (``fusion.blocks``), in the one model's terms.
+
+The fused nest (FLAT / FlashAttention-like, with a *row-wise* softmax: a row tile holds whole rows
+of scores; no online rescaling)::
+
+    for g in G:                                  # K/V group (attention) or the one group (MLP)
+        load every resident B of g               # K_g, V_g, or the MLP weights: once
+        for n in N: for each tile of T rows:
+            load A[n, g, rows]                   # Q rows / token rows, all k1 columns
+            attention: for each chunk of c keys: [load K_g chunk]  S[:, chunk] = A . K_chunk^T
+                       softmax of the T whole rows of S, on chip
+                       for each chunk of c keys: [load V_g chunk]  O += P[:, chunk] . V_chunk
+            mlp:       for each chunk of c of the ff columns: [load the up (and gate) chunks]
+                       H = act(A . W_up chunk) (x A . W_gate chunk); [load W_down chunk]; O += H . W_down chunk
+            store O[n, g, rows]
+
+The middle tensor (scores / probabilities, the MLP's hidden activations) never touches DRAM. A
+``FusedMapping`` of a block: ``tile_p`` = T rows, ``chunk`` = c for every middle map, ``resident``
+per layer (a matmul's B kept for the whole group or streamed in chunks every row tile), ``unroll``
+per layer; ``tile_n = tile_q = 1``, ``tile_k`` = the last layer's channels, recompute, rows.
+
+DRAM: A and O once (bursts from the boxes in the (N, C, H, W) row-major tensors, as the fused
+executor counts them); a resident B once per group, a streamed one once per row tile of each (n, g).
+On chip: the A tile, the O tile (partial sums), each B (whole or its chunk) double-buffered when
+the arch is; the middle held once: T x W scores (attention: whole rows) or T x c per first matmul
+(MLP). Compute: each layer's cycles from the single-layer unroll model (``GroupModel.compute_cycles``)
+for the (G, K) tile and input-channel chunk it computes at a time. Energy and latency: as every
+fused group (``assemble._finish``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from itertools import product
+
+import numpy as np
+
+from tileplan.arch.spec import Arch
+from tileplan.dims import Dim, Operand
+from tileplan.errors import MappingError
+from tileplan.fusion.assemble import _finish, fits
+from tileplan.fusion.blocks import BlockKind, BlockShape
+from tileplan.fusion.cost import FusedCost, GroupModel, parts
+from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
+from tileplan.search.memo import capacity_free_key, memo
+from tileplan.search.objective import Objective, best_index
+
+_IN, _W, _OUT = Operand.INPUT, Operand.WEIGHT, Operand.OUTPUT
+#: Row tiles searched: powers of two, the whole rows and every ceil(M / k) for k up to this.
+ROW_SPLITS = 32
+
+
+def _shape(group: FusedGroup) -> BlockShape:
+    shape = group.block
+    if shape is None:
+        raise MappingError(f"{group.name} is not an attention or MLP block")
+    return shape
+
+
+def row_tiles(rows: int) -> np.ndarray:
+    """Candidate row tiles T of a block with ``rows`` rows per (n, g) (see ``ROW_SPLITS``)."""
+    tiles = {rows} | {1 << i for i in range(rows.bit_length()) if 1 << i < rows}
+    tiles |= {-(-rows // k) for k in range(1, ROW_SPLITS + 1)}
+    return np.array(sorted(tiles), dtype=np.int64)
+
+
+def chunk_choices(shape: BlockShape) -> list[int]:
+    """Middle chunks c: the whole width, then powers of two below it (largest first)."""
+    out, p = [shape.width], 1
+    while p < shape.width:
+        out.insert(1, p)
+        p *= 2
+    return out
+
+
+def _cb(nbytes: np.ndarray | float, burst: int) -> np.ndarray:
+    return -(-np.asarray(nbytes, dtype=np.float64) // burst)
+
+
+class BlockModel:
+    """A block compiled against an accelerator for candidate row tiles ``tiles`` (default
+    ``row_tiles``); its compute comes from a ``GroupModel`` of the same layers."""
+
+    def __init__(self, group: FusedGroup, arch: Arch, tiles: np.ndarray | None = None) -> None:
+        self.shape = _shape(group)
+        self.tiles = row_tiles(self.shape.rows) if tiles is None else np.asarray(tiles, dtype=np.int64)
+        self.gm = GroupModel(group, arch, self.tiles, np.array([1]))
+        self.group, self.arch = group, arch
+        self.probs, self.layers = self.gm.problems, self.gm.layers
+
+    def at_capacity(self, group: FusedGroup, arch: Arch) -> BlockModel:
+        """This model on ``arch`` differing only in memory sizes (nothing here reads them)."""
+        other = object.__new__(BlockModel)
+        other.__dict__.update(self.__dict__)
+        other.gm = self.gm.at_capacity(group, arch)
+        other.group, other.arch, other.probs, other.layers = group, arch, other.gm.problems, other.gm.layers
+        return other
+
+    # ------------------------------------------------------------------ sizes
+    def ntiles(self) -> np.ndarray:
+        return -(-self.shape.rows // self.tiles)
+
+    def text(self) -> np.ndarray:
+        return np.minimum(self.tiles, self.shape.rows)
+
+    def _row_runs(self, channels: int, elem: int) -> np.ndarray:
+        """(n,) bursts of one (n, g) slab of ``channels`` x M rows read or written tile by tile."""
+        s, burst = self.shape, self.arch.dram.burst_bytes
+        full, rem = s.rows // self.tiles, s.rows % self.tiles
+        per = channels * (full * _cb(self.tiles * elem, burst) + (rem > 0) * _cb(rem * elem, burst))
+        return np.where(self.tiles >= s.rows, _cb(channels * s.rows * elem, burst), per)
+
+    def b_bytes(self, m: int) -> tuple[int, int]:
+        """(elements of one group's B of layer ``m``, bytes per element)."""
+        s = self.shape
+        return (s.k1 if m in s.firsts else s.n2) * s.width, self.probs[m].precision.weight
+
+    def b_pieces(self, m: int, c: int) -> float:
+        """Bursts of one group's B of layer ``m`` loaded in chunks of ``c`` middle columns: a producing
+        matmul's chunk is contiguous (c x k1), the reducing matmul's is n2 runs of c (whole: one run)."""
+        s, burst = self.shape, self.arch.dram.burst_bytes
+        _, b = self.b_bytes(m)
+        if m in s.firsts or c >= s.width:
+            return float(sum(cnt * _cb(e * (s.k1 if m in s.firsts else s.n2) * b, burst)
+                             for e, cnt in parts(s.width, c)))
+        return float(sum(cnt * s.n2 * _cb(e * b, burst) for e, cnt in parts(s.width, c)))
+
+    def matmul_layers(self) -> list[int]:
+        return [*self.shape.firsts, len(self.layers) - 1]
+
+    # ------------------------------------------------------------------ costs
+    def costs(self, c: int, resident: tuple[bool, ...], unroll: tuple[tuple[int, ...], ...] | None = None
+              ) -> tuple[FusedCost, list[np.ndarray]]:
+        """Costs of every row tile for middle chunk ``c`` and residency flags ``resident`` (per layer),
+        and per layer the index of the unroll option used (-1 when ``unroll`` is given)."""
+        s, arch = self.shape, self.arch
+        n = len(self.tiles)
+        p0, plast = self.probs[0].precision, self.probs[-1].precision
+        b_mid = plast.input
+        slabs = s.batch * s.groups
+        loads = slabs * self.ntiles()  # row tiles of all (n, g)
+        ce = min(c, s.width)
+        read, bursts = np.zeros((n, 3)), np.zeros((n, 3))
+        read[:, _IN] = slabs * s.rows * s.k1 * p0.input
+        bursts[:, _IN] = slabs * self._row_runs(s.k1, p0.input)
+        write = np.full(n, float(slabs * s.rows * s.n2 * plast.output))
+        bursts[:, _OUT] = slabs * self._row_runs(s.n2, plast.output)
+        mems = len(arch.memories)
+        held, dbl = np.zeros((n, mems)), np.zeros((n, mems))
+        mem_in, mem_out = self.probs[0].memory_of_operand[_IN], self.probs[-1].memory_of_operand[_OUT]
+        dbl[:, mem_in] += self.text() * s.k1 * p0.input
+        dbl[:, mem_out] += self.text() * s.n2 * plast.psum
+        middle = s.width if s.kind is BlockKind.ATTENTION else len(s.firsts) * ce
+        held[:, mem_in] += self.text() * middle * b_mid
+        acc, noc = np.zeros((n, 3)), np.zeros(n)
+        for m in self.matmul_layers():
+            elems, b = self.b_bytes(m)
+            mem_w = self.probs[m].memory_of_operand[_W]
+            if resident[m]:
+                read[:, _W] += s.groups * elems * b
+                bursts[:, _W] += s.groups * self.b_pieces(m, s.width)
+                dbl[:, mem_w] += elems * b
+            else:
+                read[:, _W] += loads * elems * b
+                bursts[:, _W] += loads * self.b_pieces(m, c)
+                dbl[:, mem_w] += elems // s.width * ce * b
+            acc[:, _W] += loads * elems * b  # the PE array reads every B once per row tile
+            noc += loads * elems * b
+        passes = -(-s.width // ce)
+        cycles = np.zeros(n)
+        picks: list[np.ndarray] = []
+        for m, layer in enumerate(self.layers):
+            prob = self.probs[m]
+            if m in s.firsts:
+                c_chunk, gk = layer.dims[Dim.C], (1, ce)
+                ins = slabs * s.rows * s.k1 * passes * p0.input  # A re-read for every chunk
+            elif m == len(self.layers) - 1:
+                c_chunk, gk = ce, (1, s.n2)
+                ins = slabs * s.rows * s.width * b_mid
+            else:  # softmax over whole rows of one group; MLP element-wise layers chunk by chunk
+                c_chunk, gk = 1, (s.width if s.kind is BlockKind.ATTENTION else ce, 1)
+                ins = layer.elements(_IN) * b_mid
+            cyc, pick = self.gm.compute_cycles(m, Overlap.RECOMPUTE, 1, c_chunk, gk,
+                                               None if unroll is None else unroll[m])
+            cycles += cyc
+            picks.append(pick)
+            last = m == len(self.layers) - 1
+            outs = layer.elements(_OUT) * prob.precision.psum * (passes if last else 1)
+            acc[:, _IN] += ins
+            acc[:, _OUT if last else _IN] += 2 * outs
+            noc += ins + outs
+        feasible = fits(self.gm, held, dbl)
+        executed = np.full(n, float(self.group.macs))
+        cost = _finish(self.gm, read, write, bursts, held + dbl, feasible, cycles, executed, acc, noc)
+        return FusedCost(cost, executed, np.zeros(n), np.zeros(n, dtype=np.int64)), picks
+
+
+def block_model(group: FusedGroup, arch: Arch) -> BlockModel:
+    """A ``BlockModel`` shared by every block of the same shapes on the same accelerator at any
+    on-chip capacity (``search.memo``)."""
+    key = ("block_model", group.signature(), capacity_free_key(arch))
+    return memo(key, lambda: BlockModel(group, arch)).at_capacity(group, arch)
+
+
+def residency_choices(group: FusedGroup) -> list[tuple[bool, ...]]:
+    """Every resident / streamed choice of the block's matmuls (other layers: False)."""
+    mats = block_model_layers(group)
+    out = []
+    for flags in product((True, False), repeat=len(mats)):
+        res = [False] * len(group)
+        for m, f in zip(mats, flags, strict=True):
+            res[m] = f
+        out.append(tuple(res))
+    return out
+
+
+def block_model_layers(group: FusedGroup) -> list[int]:
+    s = _shape(group)
+    return [*s.firsts, len(group) - 1]
+
+
+def search_block_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Objective | str
+                       ) -> list[object]:
+    """The best block mapping on each of ``archs`` (``None`` where nothing fits): every row tile,
+    middle chunk and residency. The chunk changes nothing when every B is resident (only the whole
+    width is tried then). Choices are visited in a fixed order and a later one wins only when strictly
+    better (objective, then the per-layer search's tie keys)."""
+    from tileplan.fusion.search import GroupResult
+
+    start = time.perf_counter()
+    obj = Objective(objective)
+    shape = _shape(group)
+    out: list[object] = []
+    for arch in archs:
+        bm = block_model(group, arch)
+        best: tuple[tuple[float, ...], FusedMapping, FusedCost, int] | None = None
+        configs = 0
+        for resident in residency_choices(group):
+            streams = any(not resident[m] for m in bm.matmul_layers())
+            for c in chunk_choices(shape) if streams or shape.kind is BlockKind.MLP else [shape.width]:
+                configs += 1
+                fc, picks = bm.costs(c, resident)
+                key = obj.key(fc.cost)
+                low = float(key.min())
+                if not np.isfinite(low) or (best is not None and low > best[0][0]):
+                    continue
+                ties = np.flatnonzero(key == low)
+                i = int(ties[best_index(obj, fc.cost.take(ties))]) if len(ties) > 1 else int(ties[0])
+                one = fc.cost.take(np.array([i]))
+                k = tuple(float(v[0]) for v in [obj.key(one), *obj.tie_keys(one)])
+                if best is None or k < best[0]:
+                    unroll = tuple(tuple(int(x) for x in bm.gm.unroll_options(m)[picks[m][i]])
+                                   for m in range(len(group)))
+                    mapping = _mapping(group, int(bm.tiles[i]), c, resident, unroll)
+                    best = (k, mapping, FusedCost(one, fc.executed_macs[[i]], fc.reuse_bytes[[i]],
+                                                  fc.direction[[i]]), len(key))
+        seconds = time.perf_counter() - start
+        if best is None:
+            out.append(None)
+            continue
+        _, mapping, fc, n = best
+        space = float(configs * len(bm.tiles))
+        out.append(GroupResult(group, mapping, fc.cost, int(fc.executed_macs[0]), 0, int(space), space, seconds,
+                               int(space), configs, 0))
+    return out
+
+
+def _mapping(group: FusedGroup, tile: int, c: int, resident: tuple[bool, ...],
+             unroll: tuple[tuple[int, ...], ...]) -> FusedMapping:
+    last = group.last
+    return FusedMapping(1, tile, 1, last.k_out, Overlap.RECOMPUTE, Direction.ROWS, resident,
+                        (c,) * (len(group) - 1), unroll)
+
+
+def check_block_mapping(group: FusedGroup, mapping: FusedMapping) -> None:
+    """Raise ``MappingError`` unless ``mapping`` is a block mapping of ``group`` (module docstring)."""
+    s = _shape(group)
+    n = len(group)
+    if len(mapping.resident) != n or len(mapping.unroll) != n or len(mapping.chunk) != n - 1:
+        raise MappingError(f"fused mapping of {group.name} needs {n} resident flags, {n} unrolls and {n - 1} chunks")
+    if (mapping.tile_n, mapping.tile_q, mapping.tile_k) != (1, 1, group.last.k_out):
+        raise MappingError(f"a {s.kind.value} block mapping has tile_n = tile_q = 1 and tile_k = "
+                           f"{group.last.k_out} ({group.name})")
+    if mapping.tile_p > s.rows:
+        raise MappingError(f"tile_p={mapping.tile_p} exceeds the block's {s.rows} rows ({group.name})")
+    if len(set(mapping.chunk)) != 1 or not 1 <= mapping.chunk[0] <= s.width:
+        raise MappingError(f"a block's chunks are one middle chunk in 1..{s.width} ({group.name})")
+    mats = set(block_model_layers(group))
+    if any(r and m not in mats for m, r in enumerate(mapping.resident)):
+        raise MappingError(f"only the matmuls of {group.name} have a B operand to keep resident")
+
+
+def describe_block_mapping(group: FusedGroup, mapping: FusedMapping) -> str:
+    """E.g. ``attention: 64 rows, K resident, V streamed in 128s``."""
+    s = _shape(group)
+    names = ("K", "V") if s.kind is BlockKind.ATTENTION else tuple(group.layers[m].name.rsplit(".", 1)[-1]
+                                                                  for m in block_model_layers(group))
+    res = [f"{name} {'resident' if mapping.resident[m] else 'streamed'}"
+           for name, m in zip(names, block_model_layers(group), strict=True)]
+    chunk = f", chunks of {mapping.chunk[0]}" if mapping.chunk[0] < s.width else ""
+    return f"{s.kind.value}: {mapping.tile_p} rows, {', '.join(res)}{chunk}"
+
+
+def evaluate_block(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedCost:
+    """Costs of one block mapping (a batch of one)."""
+    check_block_mapping(group, mapping)
+    bm = BlockModel(group, arch, np.array([mapping.tile_p]))
+    return bm.costs(mapping.chunk[0], mapping.resident, mapping.unroll)[0]

@@ -1,0 +1,163 @@
+"""Transformer blocks a fused group may be: attention and the MLP (recognised from layer shapes and
+edges; no imports from the rest of ``fusion``, so ``group`` can ask).
+
+Both are two matmuls with a *middle* tensor between them that never leaves the chip, computed over
+tiles of rows (query rows, tokens):
+
+* **attention** ``qk -> softmax -> pv``: ``S = Q . K^T`` (an activation B), a row-wise softmax over
+  each row of ``W = kv`` scores, ``O = P . V`` (an activation B). Per K/V group g (batch x kv heads on
+  G; grouped-query heads folded into the rows, so one K_g / V_g serves every query head of its
+  group without a copy). The first matmul *produces* the middle's ``W`` columns, the last *reduces*
+  over them.
+* **mlp** ``up -> gelu|silu -> down`` or Llama's SwiGLU ``gate, up -> silu(gate) -> mul -> down``:
+  one or two weight matmuls reading the block's input produce the ``W = ff`` middle columns,
+  element-wise layers combine them, the down projection reduces over them.
+
+:class:`BlockShape` gives the sizes the block model and program use: ``groups`` G, ``batch`` N,
+``rows`` M per (n, g), ``k1`` the first matmuls' reduction (d_head, d), ``width`` W and ``n2`` the
+last matmul's outputs per group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from tileplan.dims import Dim
+from tileplan.workload.layer import Layer, OpKind
+
+if TYPE_CHECKING:
+    from tileplan.workload.network import Network
+
+#: Element-wise kinds allowed between an MLP's projections.
+MLP_ELEMENTWISE = frozenset({OpKind.GELU, OpKind.SILU, OpKind.MUL})
+#: Layer counts of the recognised blocks (attention: 3; MLP: 3, or 5 with a gate).
+BLOCK_LENGTHS = (3, 5)
+
+
+class BlockKind(StrEnum):
+    ATTENTION = "attention"
+    MLP = "mlp"
+
+
+@dataclass(frozen=True)
+class BlockShape:
+    """Sizes of a block (see the module docstring); ``firsts`` the layer indices of the matmuls
+    producing the middle columns, ``last`` the reducing matmul's index (always the last layer)."""
+
+    kind: BlockKind
+    groups: int
+    batch: int
+    rows: int
+    k1: int
+    width: int
+    n2: int
+    firsts: tuple[int, ...]
+
+    @property
+    def matmuls(self) -> tuple[int, ...]:
+        """Indices of every matmul of the block (the B operands: K, V or weights)."""
+        return (*self.firsts, -1)
+
+
+def _is_matmul(layer: Layer, activation_b: bool) -> bool:
+    return layer.op is OpKind.MATMUL and layer.b_activation == activation_b and layer.q == 1 and layer.w == 1
+
+
+def block_shape(layers: Sequence[Layer], network: Network | None = None) -> BlockShape | None:
+    """The block ``layers`` form (``None``: neither an attention nor an MLP block). With ``network``
+    the edges are checked too: every layer reads what the block says, and no tensor inside the block
+    is read by a layer outside it (it never reaches DRAM)."""
+    shape = _attention(layers) or _mlp(layers)
+    if shape is None or network is None:
+        return shape
+    names = [x.name for x in layers]
+    inside = set(names[:-1])
+    for layer in layers[:-1]:
+        readers = {c.name for c in network.consumers(layer.name)}
+        if not readers or not readers <= set(names):
+            return None
+    for m, layer in enumerate(layers):
+        if m in shape.firsts:
+            if shape.kind is BlockKind.MLP and (len(layer.inputs) != 1 or layer.inputs[0] in inside):
+                return None
+            if shape.kind is BlockKind.ATTENTION and any(i in inside for i in layer.inputs):
+                return None
+        elif shape.kind is BlockKind.ATTENTION and layer.op is OpKind.MATMUL:
+            if not layer.inputs or layer.inputs[0] != names[m - 1] or any(i in inside for i in layer.inputs[1:]):
+                return None
+        elif any(i not in inside for i in layer.inputs) or len(layer.inputs) != layer.input_count:
+            return None
+    if shape.kind is BlockKind.MLP and len({layers[m].inputs for m in shape.firsts}) != 1:
+        return None
+    if shape.kind is BlockKind.MLP and not _mlp_dataflow(layers, shape):
+        return None
+    return shape
+
+
+def _attention(layers: Sequence[Layer]) -> BlockShape | None:
+    if len(layers) != 3:
+        return None
+    qk, sm, pv = layers
+    if not (_is_matmul(qk, True) and sm.op is OpKind.SOFTMAX and _is_matmul(pv, True)):
+        return None
+    g, width = qk.groups, qk.dims[Dim.K]
+    if (sm.k_out != g * width or sm.row_channels not in (width, 0 if g == 1 else -1) or sm.h != qk.p
+            or sm.n != qk.n or sm.w != 1 or pv.groups != g or pv.dims[Dim.C] != width or pv.h != qk.p
+            or pv.n != qk.n or sm.input_count != 1):
+        return None
+    return BlockShape(BlockKind.ATTENTION, g, qk.n, qk.p, qk.dims[Dim.C], width, pv.dims[Dim.K], (0,))
+
+
+def _mlp(layers: Sequence[Layer]) -> BlockShape | None:
+    if len(layers) not in BLOCK_LENGTHS:
+        return None
+    last = layers[-1]
+    firsts = tuple(m for m, x in enumerate(layers[:-1]) if x.op is OpKind.MATMUL)
+    if not _is_matmul(last, False) or last.groups != 1 or len(firsts) != (len(layers) - 1) // 2 or firsts[0] != 0:
+        return None
+    width = last.c_in
+    up = layers[0]
+    for m, x in enumerate(layers[:-1]):
+        if m in firsts:
+            if not _is_matmul(x, False) or x.groups != 1 or x.k_out != width or x.c_in != up.c_in:
+                return None
+        elif x.op not in MLP_ELEMENTWISE or x.k_out != width or x.c_in != width or x.b_activation:
+            return None
+        if (x.n, x.p) != (last.n, last.h):
+            return None
+    kinds = sorted(layers[m].op.value for m in range(len(layers) - 1) if m not in firsts)
+    if kinds not in (["gelu"], ["silu"], ["mul", "silu"]) or (kinds == ["mul", "silu"]) != (len(firsts) == 2):
+        return None
+    return BlockShape(BlockKind.MLP, 1, last.n, last.h, up.c_in, width, last.k_out, firsts)
+
+
+def _mlp_dataflow(layers: Sequence[Layer], shape: BlockShape) -> bool:
+    """With the network's edges: the activation reads a first matmul, a mul the activation and the
+    other first matmul, the last matmul the final element-wise layer (so the programs' order is
+    the computation's)."""
+    names = [x.name for x in layers]
+    rest = [m for m in range(len(layers) - 1) if m not in shape.firsts]
+    act = next(m for m in rest if layers[m].op is not OpKind.MUL)
+    if len(layers[act].inputs) != 1 or names.index(layers[act].inputs[0]) not in shape.firsts:
+        return False
+    if len(rest) == 2:
+        mul = next(m for m in rest if layers[m].op is OpKind.MUL)
+        other = [names[m] for m in shape.firsts if names[m] != layers[act].inputs[0]]
+        if sorted(layers[mul].inputs) != sorted([names[act], *other]) or mul < act:
+            return False
+    return layers[-1].inputs == (names[rest[-1]],)
+
+
+def block_spans(network: Network) -> list[tuple[int, int]]:
+    """(start, end) of every attention or MLP block of consecutive layers in ``network``."""
+    layers = network.layers
+    out = []
+    for start in range(len(layers)):
+        for length in BLOCK_LENGTHS:
+            end = start + length
+            if end <= len(layers) and block_shape(layers[start:end], network) is not None:
+                out.append((start, end))
+    return out
