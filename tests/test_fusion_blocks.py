@@ -1,0 +1,178 @@
+"""Fused attention and MLP blocks (``fusion.blocks``, ``block_cost``, ``block_program``): recognised in
+the zoo's transformers, their programs' counted DRAM bytes, bursts and MACs equal the model, their
+outputs equal numpy written here, their DRAM bytes equal closed forms written here (the score matrix
+and the hidden activations move nothing), and the planner chooses them like any other group."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tileplan import api
+from tileplan.errors import MappingError, WorkloadError
+from tileplan.fusion.block_cost import _mapping, chunk_choices, evaluate_block, residency_choices
+from tileplan.fusion.block_program import execute_block, generate_block, verify_block
+from tileplan.fusion.blocks import BlockKind, block_spans
+from tileplan.fusion.group import FusedGroup
+from tileplan.fusion.search import search_group
+from tileplan.workload import zoo
+from tileplan.workload.layer import Precision
+from tileplan.workload.network import Network
+from tileplan.workload.zoo.transformers import Tokens, _ffn
+
+B1 = Precision.uniform(1, 4)
+
+
+def small_block(*, seq: int, d: int, heads: int, kv_heads: int, ff: int, swiglu: bool, batch: int = 1) -> Network:
+    """One decoder block at a reduced size, built as the zoo builds Llama / BERT layers."""
+    t = Tokens([], batch, seq, d)
+    a = t.attention("attn", "", heads=heads, kv_heads=kv_heads, kv=seq, cached=False)
+    if swiglu:
+        gate = t.linear("mlp.gate", a, d, ff)
+        up = t.linear("mlp.up", a, d, ff)
+        act = t.eltwise("mlp.silu", "silu", (gate,), channels=ff)
+        prod = t.eltwise("mlp.mul", "mul", (act, up), channels=ff, count=2)
+        t.linear("mlp.down", prod, ff, d)
+    else:
+        _ffn(t, "mlp", a, ff, "gelu")
+    return Network("small", tuple(t.layers), (batch, 1, seq, 1)).with_precision(B1)
+
+
+ATTN = ["attn.qk", "attn.softmax", "attn.pv"]
+GELU = ["mlp.up", "mlp.gelu", "mlp.down"]
+SWIGLU = ["mlp.gate", "mlp.up", "mlp.silu", "mlp.mul", "mlp.down"]
+
+
+def test_zoo_blocks_are_recognised():
+    bert = zoo.get("bert-base", seq=8)
+    spans = block_spans(bert)
+    assert len(spans) == 24
+    assert [bert.layers[s].name for s, _ in spans[:2]] == ["layer.0.attn.qk", "layer.0.mlp.up"]
+    llama = zoo.get("llama3-8b-block", seq=8)
+    assert [(llama.layers[s].name, e - s) for s, e in block_spans(llama)] == [("layer.0.attn.qk", 3),
+                                                                            ("layer.0.mlp.gate", 5)]
+    decode = zoo.get("gpt2-decode", kv=4)  # K/V from the cache: still one attention block per layer
+    assert len(block_spans(decode)) == 24
+    group = FusedGroup.of(llama, ["layer.0.attn.qk", "layer.0.attn.softmax", "layer.0.attn.pv"])
+    assert group.block is not None and group.block.kind is BlockKind.ATTENTION
+    assert (group.block.groups, group.block.rows, group.block.width) == (8, 4 * 8, 8)  # GQA rows folded
+    with pytest.raises(WorkloadError, match="matmul layer, which cannot be fused"):
+        FusedGroup.of(llama, ["layer.0.attn.qk", "layer.0.attn.softmax"])
+    with pytest.raises(WorkloadError, match="cannot fuse"):  # the gate alone is not a block
+        FusedGroup.of(llama, ["layer.0.mlp.gate", "layer.0.mlp.silu"])
+
+
+def _attention_bytes(net: Network, tile: int, resident: tuple[bool, ...]) -> tuple[int, int, int]:
+    """Closed form: Q and O once; K and V once each when resident, else once per query-row tile of
+    each K/V head (1-byte elements); the scores: nothing."""
+    qk, pv = net["attn.qk"], net["attn.pv"]
+    kv_heads, rows, dh, kv = qk.groups, qk.p, qk.c_in // qk.groups, qk.k_out // qk.groups
+    tiles = math.ceil(rows / tile)
+    k_bytes = kv_heads * kv * dh * (1 if resident[0] else tiles)
+    v_bytes = kv_heads * kv * dh * (1 if resident[2] else tiles)
+    return kv_heads * rows * dh, k_bytes + v_bytes, pv.k_out * pv.p
+
+
+@pytest.mark.parametrize("heads,kv_heads", [(2, 2), (4, 2)])
+def test_attention_programs_equal_model_closed_form_and_numpy(heads, kv_heads):
+    net = small_block(seq=6, d=8 * heads, heads=heads, kv_heads=kv_heads, ff=16, swiglu=False)
+    group = FusedGroup.of(net, ATTN)
+    arch = api.load_arch("eyeriss")
+    rows = group.block.rows
+    for resident in residency_choices(group):
+        for c in (6, 4, 1):
+            for tile in (1, 5, rows):
+                mapping = _mapping(group, tile, c, resident, ((1,) * 8,) * 3)
+                v = verify_block(group, arch, mapping, seed=tile + c)
+                assert v.ok, (mapping, v)
+                q_b, kv_b, o_b = _attention_bytes(net, tile, resident)
+                assert v.counted_read_bytes == (q_b, kv_b, 0) and v.counted_write_bytes == o_b
+    # The executor's output against softmax(Q K^T) V written here, per K/V head and folded query head.
+    mapping = _mapping(group, 5, 4, (False, False, True), ((1,) * 8,) * 3)
+    prog = generate_block(group, arch, mapping)
+    rng = np.random.default_rng(1)
+    s = group.block
+    q = rng.standard_normal((1, s.groups * s.k1, s.rows, 1))
+    k = rng.standard_normal((s.groups * s.width, s.k1, 1, 1))
+    v = rng.standard_normal((s.groups * s.n2, s.width, 1, 1))
+    out = execute_block(prog, q, [k, None, v]).output
+    for g in range(s.groups):
+        scores = q[0, g * s.k1:(g + 1) * s.k1, :, 0].T @ k[g * s.width:(g + 1) * s.width, :, 0, 0].T
+        probs = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)
+        want = probs @ v[g * s.n2:(g + 1) * s.n2, :, 0, 0].T
+        np.testing.assert_allclose(out[0, g * s.n2:(g + 1) * s.n2, :, 0], want.T, rtol=1e-9)
+
+
+@pytest.mark.parametrize("swiglu,batch", [(False, 2), (True, 1)])
+def test_mlp_programs_equal_model_closed_form_and_numpy(swiglu, batch):
+    net = small_block(seq=5, d=8, heads=2, kv_heads=2, ff=12, swiglu=swiglu, batch=batch)
+    group = FusedGroup.of(net, SWIGLU if swiglu else GELU)
+    arch = api.load_arch("eyeriss")
+    weights = 8 * 12 * (3 if swiglu else 2)
+    for resident in residency_choices(group):
+        for c in (12, 8, 3):
+            for tile in (2, 5):
+                mapping = _mapping(group, tile, c, resident, ((1,) * 8,) * len(group))
+                v = verify_block(group, arch, mapping, seed=c)
+                assert v.ok, (mapping, v)
+                streamed = sum(8 * 12 for m in [*group.block.firsts, len(group) - 1] if not resident[m])
+                w_bytes = weights - streamed + streamed * batch * math.ceil(5 / tile)
+                assert v.counted_read_bytes == (batch * 5 * 8, w_bytes, 0) and v.counted_write_bytes == batch * 5 * 8
+    # Output against numpy written here: down(silu(x gate^T) * (x up^T)) or down(gelu(x up^T)).
+    mapping = _mapping(group, 2, 8, (False,) * len(group), ((1,) * 8,) * len(group))
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((batch, 8, 5, 1))
+    ws = [rng.standard_normal((x_.k_out, x_.c_in, 1, 1)) if x_.op.value == "matmul" else None for x_ in group.layers]
+    out = execute_block(generate_block(group, arch, mapping), x, ws).output
+    for n in range(batch):
+        h = x[n, :, :, 0].T @ ws[0][:, :, 0, 0].T
+        if swiglu:
+            h = h / (1 + np.exp(-h)) * (x[n, :, :, 0].T @ ws[1][:, :, 0, 0].T)
+        else:
+            h = 0.5 * h * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))
+        np.testing.assert_allclose(out[n, :, :, 0], (h @ ws[-1][:, :, 0, 0].T).T, rtol=1e-9)
+
+
+def test_searched_block_mappings_verify_on_small_and_large_buffers():
+    net = small_block(seq=8, d=16, heads=4, kv_heads=2, ff=24, swiglu=True)
+    for size in ("1KiB", "64KiB"):
+        arch = api.load_arch("eyeriss", [f"memories.L2.size_bytes={size}"])
+        for names in (ATTN, SWIGLU):
+            group = FusedGroup.of(net, names)
+            res = search_group(group, arch, "latency")
+            assert res is not None
+            v = verify_block(group, arch, res.mapping)
+            assert v.ok and v.within_footprint
+            assert max(v.footprint_bytes.values()) <= 1024 or size == "64KiB"
+    tiny = api.load_arch("eyeriss", ["memories.L2.size_bytes=32"])
+    assert search_group(FusedGroup.of(net, ATTN), tiny, "latency") is None  # nothing fits: no group
+
+
+def test_block_mapping_errors_name_the_field():
+    net = small_block(seq=4, d=8, heads=2, kv_heads=2, ff=8, swiglu=False)
+    group = FusedGroup.of(net, ATTN)
+    arch = api.load_arch("eyeriss")
+    with pytest.raises(MappingError, match="one middle chunk in 1..4"):
+        evaluate_block(group, arch, _mapping(group, 2, 5, (True, False, True), ((1,) * 8,) * 3))
+    with pytest.raises(MappingError, match="only the matmuls"):
+        evaluate_block(group, arch, _mapping(group, 2, 4, (True, True, True), ((1,) * 8,) * 3))
+    with pytest.raises(MappingError, match="exceeds the block's 4 rows"):
+        evaluate_block(group, arch, _mapping(group, 9, 4, (True, False, True), ((1,) * 8,) * 3))
+    assert chunk_choices(group.block) == [4, 2, 1]
+
+
+def test_planner_chooses_blocks_and_never_does_worse():
+    net = small_block(seq=16, d=32, heads=4, kv_heads=2, ff=64, swiglu=True)
+    arch = api.load_arch("eyeriss")
+    plan = api.plan_fused(net, arch, objective="dram", jobs=1)
+    names = {g.name for g in plan.groups}
+    assert "+".join(ATTN) in names
+    attention = next(g for g in plan.groups if g.name == "+".join(ATTN))
+    # The fused attention moves Q, K, V and O once; the unfused layers also write and read the scores.
+    assert attention.cost.dram_bytes == sum(_attention_bytes(net, attention.mapping.tile_p, attention.mapping.resident))
+    assert attention.cost.dram_bytes < attention.unfused.dram_bytes
+    assert plan.dram_bytes < sum(lp.cost.dram_bytes for lp in plan.base.layers)
+    cnn = api.plan_fused("lenet5", arch, objective="dram", jobs=1)  # no block: groups as before
+    assert [g.name for g in cnn.groups] == ["conv1+pool1+conv2+pool2"]
