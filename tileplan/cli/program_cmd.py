@@ -72,7 +72,7 @@ def emit(
         api.check_options(strategy=strategy, objective=objective)
         check_distinct([("--output", output)], [("the model file", model), ("the accelerator file", arch)])
         if group is not None:
-            from tileplan.fusion.program import generate_fused
+            from tileplan.fusion.block_program import generate_group
             from tileplan.report.files import write_text_atomic
 
             if target not in ("ir", "c"):
@@ -81,7 +81,7 @@ def emit(
             check_output_file(output)
             a = api.load_arch(arch, sets or ())
             fused, res = api.plan_group(model, a, group.split("+"), objective=objective, seq=seq, kv=kv)
-            fprog = generate_fused(fused, a, res.mapping)
+            fprog = generate_group(fused, a, res.mapping)
             if target == "c":
                 from tileplan.fusion.cgen import emit_fused_c
 
@@ -195,7 +195,7 @@ def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, str
     from rich.table import Table
 
     from tileplan import api
-    from tileplan.fusion.verify import verify_fused
+    from tileplan.fusion.block_program import verify_group
 
     a = api.load_arch(arch, sets or ())
     with _progress() as bar:
@@ -204,7 +204,7 @@ def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, str
                                     kv=kv)
     with _progress() as bar:
         bar.add_task("executing the fused program", total=None, label=names)
-        v = verify_fused(fused, a, res.mapping, seed=seed)
+        v = verify_group(fused, a, res.mapping, seed=seed)
     table = Table(title=f"verify fused {fused.name} on {a.name}: {res.mapping.describe(fused)}")
     for c in ("", "input B", "weight B", "output B", "bursts", "MACs"):
         table.add_column(c, justify="left" if not c else "right")

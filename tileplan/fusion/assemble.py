@@ -17,6 +17,7 @@ import numpy as np
 from tileplan.arch.spec import Arch
 from tileplan.cost.batch import CostBatch
 from tileplan.dims import Dim, Operand
+from tileplan.errors import MappingError
 from tileplan.fusion.cost import FusedCost, GroupModel, Selection, _ceil, box_bursts, parts
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap, Side, out_step, stack_channels
 from tileplan.workload.layer import Layer, OpKind
@@ -369,8 +370,7 @@ def _finish(gm: GroupModel, read: np.ndarray, write: np.ndarray, bursts: np.ndar
 def evaluate_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedCost:
     """Costs of one fused mapping of ``group`` on ``arch`` (a batch of one)."""
     if group.block is not None:
-        from tileplan.fusion.block_cost import evaluate_block
-        return evaluate_block(group, arch, mapping)
+        raise MappingError(f"{group.name} is an attention or MLP block: fusion.block_cost.evaluate_block costs it")
     mapping.check(group)
     gm = GroupModel(group, arch, np.array([mapping.tile_p]), np.array([mapping.tile_q]))
     cost, _ = assemble(gm, tile_n=mapping.tile_n, tile_k=mapping.tile_k, overlap=mapping.overlap,

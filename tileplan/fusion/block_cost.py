@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
@@ -40,7 +41,7 @@ from tileplan.arch.spec import Arch
 from tileplan.dims import Dim, Operand
 from tileplan.errors import MappingError
 from tileplan.fusion.assemble import _finish, fits
-from tileplan.fusion.blocks import BlockKind, BlockShape
+from tileplan.fusion.blocks import BlockKind, BlockShape, block_mapping_error, matmul_layers
 from tileplan.fusion.cost import FusedCost, GroupModel, parts
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
 from tileplan.search.memo import capacity_free_key, memo
@@ -216,22 +217,31 @@ def residency_choices(group: FusedGroup) -> list[tuple[bool, ...]]:
 
 
 def block_model_layers(group: FusedGroup) -> list[int]:
-    s = _shape(group)
-    return [*s.firsts, len(group) - 1]
+    return matmul_layers(_shape(group), len(group))
+
+
+@dataclass(frozen=True)
+class BlockResult:
+    """The best block mapping on one accelerator, its costs (a batch of one) and the search's size:
+    row tiles x choices costed, the choices (chunk x residency) and the seconds."""
+
+    mapping: FusedMapping
+    cost: FusedCost
+    evaluated: int
+    configs: int
+    seconds: float
 
 
 def search_block_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Objective | str
-                       ) -> list[object]:
+                       ) -> list[BlockResult | None]:
     """The best block mapping on each of ``archs`` (``None`` where nothing fits): every row tile,
     middle chunk and residency. The chunk changes nothing when every B is resident (only the whole
     width is tried then). Choices are visited in a fixed order and a later one wins only when strictly
     better (objective, then the per-layer search's tie keys)."""
-    from tileplan.fusion.search import GroupResult
-
     start = time.perf_counter()
     obj = Objective(objective)
     shape = _shape(group)
-    out: list[object] = []
+    out: list[BlockResult | None] = []
     for arch in archs:
         bm = block_model(group, arch)
         best: tuple[tuple[float, ...], FusedMapping, FusedCost, int] | None = None
@@ -259,10 +269,7 @@ def search_block_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Obje
         if best is None:
             out.append(None)
             continue
-        _, mapping, fc, n = best
-        space = float(configs * len(bm.tiles))
-        out.append(GroupResult(group, mapping, fc.cost, int(fc.executed_macs[0]), 0, int(space), space, seconds,
-                               int(space), configs, 0))
+        out.append(BlockResult(best[1], best[2], configs * len(bm.tiles), configs, seconds))
     return out
 
 
@@ -275,31 +282,9 @@ def _mapping(group: FusedGroup, tile: int, c: int, resident: tuple[bool, ...],
 
 def check_block_mapping(group: FusedGroup, mapping: FusedMapping) -> None:
     """Raise ``MappingError`` unless ``mapping`` is a block mapping of ``group`` (module docstring)."""
-    s = _shape(group)
-    n = len(group)
-    if len(mapping.resident) != n or len(mapping.unroll) != n or len(mapping.chunk) != n - 1:
-        raise MappingError(f"fused mapping of {group.name} needs {n} resident flags, {n} unrolls and {n - 1} chunks")
-    if (mapping.tile_n, mapping.tile_q, mapping.tile_k) != (1, 1, group.last.k_out):
-        raise MappingError(f"a {s.kind.value} block mapping has tile_n = tile_q = 1 and tile_k = "
-                           f"{group.last.k_out} ({group.name})")
-    if mapping.tile_p > s.rows:
-        raise MappingError(f"tile_p={mapping.tile_p} exceeds the block's {s.rows} rows ({group.name})")
-    if len(set(mapping.chunk)) != 1 or not 1 <= mapping.chunk[0] <= s.width:
-        raise MappingError(f"a block's chunks are one middle chunk in 1..{s.width} ({group.name})")
-    mats = set(block_model_layers(group))
-    if any(r and m not in mats for m, r in enumerate(mapping.resident)):
-        raise MappingError(f"only the matmuls of {group.name} have a B operand to keep resident")
-
-
-def describe_block_mapping(group: FusedGroup, mapping: FusedMapping) -> str:
-    """E.g. ``attention: 64 rows, K resident, V streamed in 128s``."""
-    s = _shape(group)
-    names = ("K", "V") if s.kind is BlockKind.ATTENTION else tuple(group.layers[m].name.rsplit(".", 1)[-1]
-                                                                  for m in block_model_layers(group))
-    res = [f"{name} {'resident' if mapping.resident[m] else 'streamed'}"
-           for name, m in zip(names, block_model_layers(group), strict=True)]
-    chunk = f", chunks of {mapping.chunk[0]}" if mapping.chunk[0] < s.width else ""
-    return f"{s.kind.value}: {mapping.tile_p} rows, {', '.join(res)}{chunk}"
+    why = block_mapping_error(group.layers, _shape(group), mapping)
+    if why:
+        raise MappingError(why)
 
 
 def evaluate_block(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedCost:

@@ -29,8 +29,16 @@ from tileplan.dims import Dim, Operand
 from tileplan.fusion.block_cost import check_block_mapping, evaluate_block
 from tileplan.fusion.blocks import BlockKind, BlockShape
 from tileplan.fusion.group import FusedGroup, FusedMapping
-from tileplan.fusion.program import FusedProgram, FusedProgramError, FusedResult, Instr, _box_cost, _parts
-from tileplan.fusion.verify import FusedVerify
+from tileplan.fusion.program import (
+    FusedProgram,
+    FusedProgramError,
+    FusedResult,
+    Instr,
+    _box_cost,
+    _parts,
+    generate_fused,
+)
+from tileplan.fusion.verify import FusedVerify, verify_fused
 from tileplan.workload.layer import OpKind
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -165,8 +173,8 @@ class _Machine:
                       self.probs[-1].precision.output, True)
         elif ins.op == "STEP":
             self.a_have[:] = False
-            for have in self.mid_have:
-                have[:] = False
+            for mid_have in self.mid_have:
+                mid_have[:] = False
         if ins.op in ("LOAD_INPUT", "LOAD_WEIGHT", "COMPUTE"):
             self.occupancy()
 
@@ -286,3 +294,16 @@ def verify_block(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: 
         tuple(res.read_bytes), res.write_bytes, tuple(res.bursts), res.macs,  # type: ignore[arg-type]
         len(prog.instructions), dict(res.peak_bytes),
         {mem.name: int(b) for mem, b in zip(arch.memories, c.footprint_bytes[0], strict=True)})
+
+
+def generate_group(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedProgram:
+    """The program of any fused group: a block's (:func:`generate_block`) or a chain's
+    (``fusion.program.generate_fused``)."""
+    return generate_block(group, arch, mapping) if group.block is not None else generate_fused(group, arch, mapping)
+
+
+def verify_group(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: int = 0) -> FusedVerify:
+    """Verify any fused group: a block (:func:`verify_block`) or a chain (``fusion.verify.verify_fused``)."""
+    if group.block is not None:
+        return verify_block(group, arch, mapping, seed=seed)
+    return verify_fused(group, arch, mapping, seed=seed)

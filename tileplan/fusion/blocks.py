@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from tileplan.dims import Dim
 from tileplan.workload.layer import Layer, OpKind
@@ -161,3 +161,62 @@ def block_spans(network: Network) -> list[tuple[int, int]]:
             if end <= len(layers) and block_shape(layers[start:end], network) is not None:
                 out.append((start, end))
     return out
+
+
+class BlockMappingLike(Protocol):
+    """The fields of a ``FusedMapping`` a block mapping uses (see ``fusion.block_cost``)."""
+
+    @property
+    def tile_n(self) -> int: ...
+
+    @property
+    def tile_p(self) -> int: ...
+
+    @property
+    def tile_q(self) -> int: ...
+
+    @property
+    def tile_k(self) -> int: ...
+
+    @property
+    def resident(self) -> tuple[bool, ...]: ...
+
+    @property
+    def chunk(self) -> tuple[int, ...]: ...
+
+    @property
+    def unroll(self) -> tuple[tuple[int, ...], ...]: ...
+
+
+def matmul_layers(shape: BlockShape, count: int) -> list[int]:
+    """Indices of a ``count``-layer block's matmuls (the B operands: K, V or weights)."""
+    return [*shape.firsts, count - 1]
+
+
+def block_mapping_error(layers: Sequence[Layer], shape: BlockShape, mapping: BlockMappingLike) -> str | None:
+    """Why ``mapping`` is not a block mapping of ``layers`` (``None`` if it is): ``tile_p`` rows,
+    one middle chunk repeated for every middle map, resident flags on matmuls only."""
+    n = len(layers)
+    name = "+".join(x.name for x in layers)
+    if len(mapping.resident) != n or len(mapping.unroll) != n or len(mapping.chunk) != n - 1:
+        return f"fused mapping of {name} needs {n} resident flags, {n} unrolls and {n - 1} chunks"
+    if (mapping.tile_n, mapping.tile_q, mapping.tile_k) != (1, 1, layers[-1].k_out):
+        return f"a {shape.kind.value} block mapping has tile_n = tile_q = 1 and tile_k = {layers[-1].k_out} ({name})"
+    if mapping.tile_p > shape.rows:
+        return f"tile_p={mapping.tile_p} exceeds the block's {shape.rows} rows ({name})"
+    if len(set(mapping.chunk)) != 1 or not 1 <= mapping.chunk[0] <= shape.width:
+        return f"a block's chunks are one middle chunk in 1..{shape.width} ({name})"
+    mats = set(matmul_layers(shape, n))
+    if any(r and m not in mats for m, r in enumerate(mapping.resident)):
+        return f"only the matmuls of {name} have a B operand to keep resident"
+    return None
+
+
+def describe_block(layers: Sequence[Layer], shape: BlockShape, mapping: BlockMappingLike) -> str:
+    """E.g. ``attention: 64 rows, K resident, V streamed, chunks of 128``."""
+    mats = matmul_layers(shape, len(layers))
+    names = ("K", "V") if shape.kind is BlockKind.ATTENTION else tuple(layers[m].name.rsplit(".", 1)[-1]
+                                                                      for m in mats)
+    res = [f"{name} {'resident' if mapping.resident[m] else 'streamed'}" for name, m in zip(names, mats, strict=True)]
+    chunk = f", chunks of {mapping.chunk[0]}" if mapping.chunk[0] < shape.width else ""
+    return f"{shape.kind.value}: {mapping.tile_p} rows, {', '.join(res)}{chunk}"

@@ -42,7 +42,7 @@ from typing import Any
 
 from tileplan.dims import NDIMS, Dim
 from tileplan.errors import MappingError, WorkloadError
-from tileplan.fusion.blocks import BlockShape, block_shape
+from tileplan.fusion.blocks import BlockShape, block_mapping_error, block_shape, describe_block
 from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.network import Network
 
@@ -283,9 +283,10 @@ class FusedMapping:
 
     def check(self, group: FusedGroup) -> None:
         """Raise ``MappingError`` if this mapping does not fit ``group``'s shapes."""
-        if group.block is not None:
-            from tileplan.fusion.block_cost import check_block_mapping
-            check_block_mapping(group, self)
+        if group.block is not None:  # an attention or MLP block's mapping (``fusion.block_cost``)
+            why = block_mapping_error(group.layers, group.block, self)
+            if why:
+                raise MappingError(why)
             return
         n = len(group)
         last = group.last
@@ -335,8 +336,7 @@ class FusedMapping:
     def describe(self, group: FusedGroup) -> str:
         """Like ``str`` but naming only the maps that are really chunked and omitting a full tile_k."""
         if group.block is not None:
-            from tileplan.fusion.block_cost import describe_block_mapping
-            return describe_block_mapping(group, self)
+            return describe_block(group.layers, group.block, self)
         res = "".join("R" if r else "S" for r, x in zip(self.resident, group.layers, strict=True))
         chunks = [f"{group.layers[m].name}/{c}" for m, c in enumerate(self.chunk) if c < group.layers[m].k_out]
         tk = f" K{self.tile_k}" if self.tile_k < group.last.k_out else ""

@@ -22,6 +22,7 @@ import numpy as np
 from tileplan.arch.spec import Arch
 from tileplan.cost.batch import CostBatch
 from tileplan.fusion.assemble import Choice, assemble, footprint, weight_footprint
+from tileplan.fusion.block_cost import search_block_sizes
 from tileplan.fusion.bounds import SLACK, candidate_bound, config_bound
 from tileplan.fusion.cost import FusedCost, GroupModel, Selection, shared_model
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
@@ -144,8 +145,9 @@ def search_group_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Obje
     and ``prune=False``, are searched one by one. ``gm`` (restricted tile sizes, resource shares)
     is the model of ``archs[0]`` and only allowed with one accelerator."""
     if group.block is not None:  # an attention or MLP block: its own nest (``fusion.block_cost``)
-        from tileplan.fusion.block_cost import search_block_sizes
-        return search_block_sizes(group, archs, objective)  # type: ignore[return-value]
+        return [None if r is None else GroupResult(group, r.mapping, r.cost.cost, int(r.cost.executed_macs[0]), 0,
+                                                   r.evaluated, float(r.evaluated), r.seconds, r.evaluated, r.configs)
+                for r in search_block_sizes(group, archs, objective)]
     start = time.perf_counter()
     obj = Objective(objective)
     if not archs:

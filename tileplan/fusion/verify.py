@@ -73,9 +73,6 @@ def reference_inputs(group: FusedGroup, m: int, chain: np.ndarray, sides: list[n
 
 def verify_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: int = 0) -> FusedVerify:
     """Generate and run the program of ``mapping`` on random integers and compare (see the module)."""
-    if group.block is not None:  # attention / MLP blocks run in float64 (``fusion.block_program``)
-        from tileplan.fusion.block_program import verify_block
-        return verify_block(group, arch, mapping, seed=seed)
     rng = np.random.default_rng(seed)
     cost = evaluate_fused(group, arch, mapping)
     prog = generate_fused(group, arch, mapping)
