@@ -6,6 +6,7 @@ and the hidden activations move nothing), and the planner chooses them like any 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -176,3 +177,38 @@ def test_planner_chooses_blocks_and_never_does_worse():
     assert plan.dram_bytes < sum(lp.cost.dram_bytes for lp in plan.base.layers)
     cnn = api.plan_fused("lenet5", arch, objective="dram", jobs=1)  # no block: groups as before
     assert [g.name for g in cnn.groups] == ["conv1+pool1+conv2+pool2"]
+
+
+def _sub_network(net: Network, names: list[str]) -> Network:
+    """The layers ``names`` of ``net`` as a network of their own (inputs from outside dropped)."""
+    keep = set(names)
+    return Network(net.name, tuple(replace(net[n], inputs=tuple(i for i in net[n].inputs if i in keep))
+                                   for n in names), net.input_shape)
+
+
+def test_must_show_attention_at_512_kb():
+    """bert-base seq 512 and llama3-8b-block prefill 2,048 on eyeriss with a 512 KB buffer (DRAM
+    objective): the fused attention moves Q, K, V and O (K/V once, or once per row tile when
+    streamed) and no score byte; the unfused layers write and read the 4 x heads x s x kv score
+    bytes at least (docs/transformers.md quotes these figures)."""
+    arch = api.load_arch("eyeriss", ["memories.L2.size_bytes=512KiB"])
+    names = ["layer.0.attn.qk", "layer.0.attn.softmax", "layer.0.attn.pv"]
+    prec = Precision.uniform(arch.precision_bytes, arch.psum_bytes)  # what `plan` uses on eyeriss
+    bert = zoo.get("bert-base", seq=512).with_precision(prec)
+    res = search_group(FusedGroup.of(bert, names), arch, "dram")
+    assert res is not None and res.mapping.resident == (True, False, True)
+    assert float(res.cost.dram_bytes[0]) == 4 * 12 * 512 * 64  # Q, K, V, O once: 1.57 MB
+    base = api.plan(_sub_network(bert, names), arch, objective="dram", jobs=1)
+    costs = {lp.name: lp.cost for lp in base.layers}
+    scores = (costs[names[0]].dram_output_bytes + costs[names[0]].dram_psum_read_bytes
+              + costs[names[1]].dram_input_bytes + costs[names[1]].dram_output_bytes + costs[names[2]].dram_input_bytes)
+    assert scores == 4 * 12 * 512 * 512  # 12.58 MB: written, read, written, read once each
+    assert sum(c.dram_bytes for c in costs.values()) == 14_155_776  # 14.16 MB unfused
+    llama = zoo.get("llama3-8b-block", seq=2048).with_precision(prec)
+    res = search_group(FusedGroup.of(llama, names), arch, "dram")
+    assert res is not None
+    m = res.mapping
+    kv_bytes = 8 * 2048 * 128 * sum(1 if m.resident[i] else math.ceil(4 * 2048 / m.tile_p) for i in (0, 2))
+    assert float(res.cost.dram_bytes[0]) == 2 * 32 * 2048 * 128 + kv_bytes
+    assert (m.tile_p, m.resident) == (128, (False, False, False))  # 285.2 MB
+    assert float(res.cost.dram_bytes[0]) < 4 * 32 * 2048 * 2048  # < the unfused score bytes alone (537 MB)
