@@ -196,7 +196,7 @@ def test_must_show_attention_at_512_kb():
     prec = Precision.uniform(arch.precision_bytes, arch.psum_bytes)  # what `plan` uses on eyeriss
     bert = zoo.get("bert-base", seq=512).with_precision(prec)
     res = search_group(FusedGroup.of(bert, names), arch, "dram")
-    assert res is not None and res.mapping.resident == (True, False, True)
+    assert res is not None and (res.mapping.tile_p, res.mapping.resident) == (512, (True, False, True))
     assert float(res.cost.dram_bytes[0]) == 4 * 12 * 512 * 64  # Q, K, V, O once: 1.57 MB
     base = api.plan(_sub_network(bert, names), arch, objective="dram", jobs=1)
     costs = {lp.name: lp.cost for lp in base.layers}
@@ -210,5 +210,5 @@ def test_must_show_attention_at_512_kb():
     m = res.mapping
     kv_bytes = 8 * 2048 * 128 * sum(1 if m.resident[i] else math.ceil(4 * 2048 / m.tile_p) for i in (0, 2))
     assert float(res.cost.dram_bytes[0]) == 2 * 32 * 2048 * 128 + kv_bytes
-    assert (m.tile_p, m.resident) == (128, (False, False, False))  # 285.2 MB
+    assert (m.tile_p, m.resident, m.chunk[0]) == (128, (False, False, False), 256)  # 285.2 MB
     assert float(res.cost.dram_bytes[0]) < 4 * 32 * 2048 * 2048  # < the unfused score bytes alone (537 MB)
