@@ -10,6 +10,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tileplan import api
 from tileplan.errors import MappingError, WorkloadError
@@ -212,3 +214,25 @@ def test_must_show_attention_at_512_kb():
     assert float(res.cost.dram_bytes[0]) == 2 * 32 * 2048 * 128 + kv_bytes
     assert (m.tile_p, m.resident, m.chunk[0]) == (128, (False, False, False), 256)  # 285.2 MB
     assert float(res.cost.dram_bytes[0]) < 4 * 32 * 2048 * 2048  # < the unfused score bytes alone (537 MB)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.data())
+def test_random_blocks_and_mappings_verify(data):
+    """Random small attention / MLP blocks, random row tile, chunk and residency, on a random buffer:
+    when the model says the mapping fits, the program fits, moves and computes what the model says."""
+    heads = data.draw(st.sampled_from([1, 2, 4]))
+    kv_heads = data.draw(st.sampled_from([h for h in (1, 2, 4) if heads % h == 0]))
+    seq = data.draw(st.integers(1, 7))
+    swiglu = data.draw(st.booleans())
+    net = small_block(seq=seq, d=4 * heads, heads=heads, kv_heads=kv_heads, ff=data.draw(st.integers(1, 9)),
+                      swiglu=swiglu, batch=data.draw(st.integers(1, 2)) if heads == kv_heads == 1 else 1)
+    group = FusedGroup.of(net, data.draw(st.sampled_from([ATTN, SWIGLU if swiglu else GELU])))
+    s = group.block
+    mapping = _mapping(group, data.draw(st.integers(1, s.rows)), data.draw(st.integers(1, s.width)),
+                       data.draw(st.sampled_from(residency_choices(group))), ((1,) * 8,) * len(group))
+    arch = api.load_arch("eyeriss", [f"memories.L2.size_bytes={data.draw(st.sampled_from([256, 2048, 65536]))}"])
+    if not bool(evaluate_block(group, arch, mapping).cost.feasible[0]):
+        return
+    v = verify_block(group, arch, mapping, seed=data.draw(st.integers(0, 9)))
+    assert v.ok, (mapping, v)
