@@ -236,3 +236,28 @@ def test_random_blocks_and_mappings_verify(data):
         return
     v = verify_block(group, arch, mapping, seed=data.draw(st.integers(0, 9)))
     assert v.ok, (mapping, v)
+
+
+def test_onnx_bert_layer_fuses_masked_attention_and_mlp(tmp_path):
+    """An imported BERT layer (TorchScript form): the attention has a mask add between Q.K^T and the
+    softmax and keeps the heads folded into the softmax's rows; it is one block all the same (the mask
+    row loaded once), verified for every residency, and the planner fuses it and the MLP."""
+    from onnx_transformers import bert_layer
+
+    arch = api.load_arch("eyeriss")
+    net = api.load_network(str(bert_layer(tmp_path / "bert.onnx", seq=6, d=16, heads=2))).with_precision(
+        Precision.uniform(arch.precision_bytes, arch.psum_bytes))
+    spans = [[x.name.rsplit(".", 1)[-1] for x in net.layers[s:e]] for s, e in block_spans(net)]
+    assert spans == [["qk", "mask", "softmax", "pv"], ["dense", "gelu", "dense"]]
+    s, e = block_spans(net)[0]
+    group = FusedGroup.of(net, [x.name for x in net.layers[s:e]])
+    assert group.block is not None and group.block.mask == 1 and group.block.groups == 2
+    for resident in residency_choices(group):
+        for c, tile in ((6, 6), (4, 1), (1, 4)):
+            v = verify_block(group, arch, _mapping(group, tile, c, resident, ((1,) * 8,) * 4), seed=c)
+            assert v.ok, v
+            # Q, K, V, O as in the closed form, plus the 6-key mask row once.
+            assert v.counted_read_bytes[1] == 6 + 2 * 6 * 8 * sum(1 if resident[i] else math.ceil(6 / tile)
+                                                                  for i in (0, 3))
+    plan = api.plan_fused(net, arch, objective="dram", jobs=1)
+    assert [len(g.layers) for g in plan.groups] == [4, 3]

@@ -41,7 +41,7 @@ from tileplan.arch.spec import Arch
 from tileplan.dims import Dim, Operand
 from tileplan.errors import MappingError
 from tileplan.fusion.assemble import _finish, fits
-from tileplan.fusion.blocks import BlockKind, BlockShape, block_mapping_error, matmul_layers
+from tileplan.fusion.blocks import BlockKind, BlockShape, block_mapping_error, canonical_layers, matmul_layers
 from tileplan.fusion.cost import FusedCost, GroupModel, parts
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
 from tileplan.search.memo import capacity_free_key, memo
@@ -86,7 +86,9 @@ class BlockModel:
     def __init__(self, group: FusedGroup, arch: Arch, tiles: np.ndarray | None = None) -> None:
         self.shape = _shape(group)
         self.tiles = row_tiles(self.shape.rows) if tiles is None else np.asarray(tiles, dtype=np.int64)
-        self.gm = GroupModel(group, arch, self.tiles, np.array([1]))
+        # An ONNX import's attention middle (heads folded into the rows) is computed in the zoo's layout.
+        self.canon = FusedGroup(canonical_layers(group.layers, self.shape))
+        self.gm = GroupModel(self.canon, arch, self.tiles, np.array([1]))
         self.group, self.arch = group, arch
         self.probs, self.layers = self.gm.problems, self.gm.layers
 
@@ -94,7 +96,8 @@ class BlockModel:
         """This model on ``arch`` differing only in memory sizes (nothing here reads them)."""
         other = object.__new__(BlockModel)
         other.__dict__.update(self.__dict__)
-        other.gm = self.gm.at_capacity(group, arch)
+        other.canon = FusedGroup(canonical_layers(group.layers, self.shape))
+        other.gm = self.gm.at_capacity(other.canon, arch)
         other.group, other.arch, other.probs, other.layers = group, arch, other.gm.problems, other.gm.layers
         return other
 
@@ -168,6 +171,13 @@ class BlockModel:
                 dbl[:, mem_w] += elems // s.width * ce * b
             acc[:, _W] += loads * elems * b  # the PE array reads every B once per row tile
             noc += loads * elems * b
+        if s.mask is not None:  # the mask row: loaded once, kept (double-buffered like every B)
+            row, b = self.group.layers[s.mask].elements(_W), self.probs[s.mask].precision.weight
+            read[:, _W] += row * b
+            bursts[:, _W] += _cb(row * b, arch.dram.burst_bytes)
+            dbl[:, self.probs[s.mask].memory_of_operand[_W]] += row * b
+            acc[:, _W] += slabs * s.rows * s.width * b
+            noc += slabs * s.rows * s.width * b
         passes = -(-s.width // ce)
         cycles = np.zeros(n)
         picks: list[np.ndarray] = []

@@ -27,7 +27,7 @@ from tileplan.arch.spec import Arch
 from tileplan.cost.problem import Problem
 from tileplan.dims import Dim, Operand
 from tileplan.fusion.block_cost import check_block_mapping, evaluate_block
-from tileplan.fusion.blocks import BlockKind, BlockShape
+from tileplan.fusion.blocks import BlockKind, BlockShape, canonical_layers
 from tileplan.fusion.group import FusedGroup, FusedMapping
 from tileplan.fusion.program import (
     FusedProgram,
@@ -54,7 +54,7 @@ def generate_block(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
     """The instructions of a block mapping (the nest of ``fusion.block_cost``)."""
     check_block_mapping(group, mapping)
     s = _shape(group)
-    layers = tuple(Problem(x, arch).layer for x in group.layers)
+    layers = tuple(Problem(x, arch).layer for x in canonical_layers(group.layers, s))
     last = len(layers) - 1
     mats = [*s.firsts, last]
     c = mapping.chunk[0]
@@ -74,6 +74,8 @@ def generate_block(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
         if not res[m]:
             out.append(Instr("FREE_WEIGHT", m))
 
+    if s.mask is not None:  # the mask row, kept for the whole block
+        out.append(Instr("LOAD_WEIGHT", s.mask, k=(0, group.layers[s.mask].elements(Operand.WEIGHT)), c=(0, 1)))
     for g in range(s.groups):
         whole = (0, s.width)
         out.extend(Instr("LOAD_WEIGHT", m, k=b_box(m, g, whole)[0], c=b_box(m, g, whole)[1])
@@ -84,7 +86,9 @@ def generate_block(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
                 if s.kind is BlockKind.ATTENTION:
                     for j in _parts(0, s.width, c):
                         matmul(0, g, n, rows, j)
-                    out.append(Instr("COMPUTE", 1, n=n, k=(g * s.width, (g + 1) * s.width), rows=rows, cols=(0, 1)))
+                    for m in range(1, last):  # the mask add, then the softmax: whole rows of group g
+                        out.append(Instr("COMPUTE", m, n=n, k=(g * s.width, (g + 1) * s.width), rows=rows,
+                                         cols=(0, 1)))
                     for j in _parts(0, s.width, c):
                         matmul(last, g, n, rows, j)
                 else:
@@ -98,6 +102,8 @@ def generate_block(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
                 out.append(Instr("STORE", last, n=n, k=(g * s.n2, (g + 1) * s.n2), rows=rows, cols=(0, 1)))
                 out.append(Instr("STEP"))
         out.extend(Instr("FREE_WEIGHT", m) for m in mats if res[m])
+    if s.mask is not None:
+        out.append(Instr("FREE_WEIGHT", s.mask))
     return FusedProgram(group, arch, mapping, layers, tuple(out))
 
 
@@ -178,7 +184,8 @@ class _Machine:
         if ins.op in ("LOAD_INPUT", "LOAD_WEIGHT", "COMPUTE"):
             self.occupancy()
 
-    def _read(self, have: np.ndarray, data: np.ndarray, index: tuple[slice, ...], ins: Instr) -> np.ndarray:
+    def _read(self, have: np.ndarray, data: np.ndarray, index: tuple[slice | np.ndarray, ...], ins: Instr
+              ) -> np.ndarray:
         if not have[index].all():
             raise FusedProgramError(f"{ins} reads data of {self.layers[ins.layer].name!r} that is not on chip")
         return data[index]
@@ -215,6 +222,11 @@ class _Machine:
             y = 0.5 * xs[0] * (1.0 + _erf(xs[0] / math.sqrt(2.0)))
         elif layer.op is OpKind.SILU:
             y = xs[0] / (1.0 + np.exp(-xs[0]))
+        elif layer.op is OpKind.ADD:  # the mask row over the scores: one value per key (or per channel)
+            w, w_have = self.w[m], self.w_have[m]
+            assert w is not None and w_have is not None
+            chans = np.arange(*ins.k) % len(w)
+            y = xs[0] + self._read(w_have, w, (chans, slice(0, 1)), ins)[None, :, :]
         else:
             y = xs[0] * xs[1]
         for i in srcs:  # consumed in place
@@ -232,10 +244,11 @@ def execute_block(prog: FusedProgram, x: np.ndarray, weights: list[np.ndarray | 
     return machine.result
 
 
-def block_reference(shape: BlockShape, layers: list[OpKind], x: np.ndarray, weights: list[np.ndarray | None]
-                    ) -> np.ndarray:
+def block_reference(shape: BlockShape, layers: list[OpKind], x: np.ndarray, weights: list[np.ndarray | None],
+                    mask: np.ndarray | None = None) -> np.ndarray:
     """The block on whole tensors, in plain numpy (N, G*n2, M, 1): per group
-    ``softmax(Q K^T) V``; or ``down(act(X up^T) [* X gate^T])`` with the ops in ``layers`` order."""
+    ``softmax(Q K^T [+ mask]) V``; or ``down(act(X up^T) [* X gate^T])`` with the ops in ``layers``
+    order. ``mask``: one value per key, or per (group, key)."""
     s = shape
     out = np.zeros((s.batch, s.groups * s.n2, s.rows, 1))
     mats = [None if w is None else w[:, :, 0, 0] for w in weights]
@@ -249,6 +262,8 @@ def block_reference(shape: BlockShape, layers: list[OpKind], x: np.ndarray, weig
                 k = mats[0]
                 assert k is not None
                 scores = a @ k[g * s.width:(g + 1) * s.width].T
+                if mask is not None:
+                    scores = scores + (mask if len(mask) == s.width else mask[g * s.width:(g + 1) * s.width])[None, :]
                 p = np.exp(scores - scores.max(axis=1, keepdims=True))
                 h = p / p.sum(axis=1, keepdims=True)
             else:
@@ -276,6 +291,8 @@ def verify_block(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: 
     x = rng.standard_normal((first.n, first.c_in, first.h, 1))
     weights: list[np.ndarray | None] = [
         rng.standard_normal((x_.k_out, x_.dims[Dim.C], 1, 1)) if x_.op is OpKind.MATMUL else None for x_ in prog.layers]
+    if s.mask is not None:
+        weights[s.mask] = rng.standard_normal((group.layers[s.mask].elements(Operand.WEIGHT), 1, 1, 1))
     res = execute_block(prog, x, weights)
     ups = [weights[m] for m in s.firsts]
     if s.kind is BlockKind.MLP and len(ups) == 2:  # the activation's input first (the gate)
@@ -284,7 +301,9 @@ def verify_block(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: 
         gate = names.index(act.inputs[0])
         other = next(m for m in s.firsts if m != gate)
         ups = [weights[gate], weights[other]]
-    ref = block_reference(s, [x_.op for x_ in prog.layers], x, [*ups, weights[-1]])
+    mask = None if s.mask is None else weights[s.mask]
+    ref = block_reference(s, [x_.op for x_ in prog.layers], x, [*ups, weights[-1]],
+                          None if mask is None else mask[:, 0, 0, 0])
     c = cost.cost
     close = bool(np.allclose(res.output, ref, rtol=1e-9, atol=1e-12))
     return FusedVerify(

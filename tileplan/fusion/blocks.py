@@ -21,11 +21,11 @@ last matmul's outputs per group.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
-from tileplan.dims import Dim
+from tileplan.dims import Dim, Operand
 from tileplan.workload.layer import Layer, OpKind
 
 if TYPE_CHECKING:
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 
 #: Element-wise kinds allowed between an MLP's projections.
 MLP_ELEMENTWISE = frozenset({OpKind.GELU, OpKind.SILU, OpKind.MUL})
-#: Layer counts of the recognised blocks (attention: 3; MLP: 3, or 5 with a gate).
-BLOCK_LENGTHS = (3, 5)
+#: Layer counts of the recognised blocks (attention: 3, or 4 with a mask add; MLP: 3, or 5 with a gate).
+BLOCK_LENGTHS = (3, 4, 5)
 
 
 class BlockKind(StrEnum):
@@ -55,6 +55,7 @@ class BlockShape:
     width: int
     n2: int
     firsts: tuple[int, ...]
+    mask: int | None = None  # attention: the index of an add of a broadcast row (a mask) before the softmax
 
     @property
     def matmuls(self) -> tuple[int, ...]:
@@ -97,18 +98,32 @@ def block_shape(layers: Sequence[Layer], network: Network | None = None) -> Bloc
     return shape
 
 
+def _scores_like(x: Layer, g: int, width: int, rows: int, n: int, rowwise: bool = True) -> bool:
+    """Whether ``x`` holds the g x rows x width scores: the zoo's layout (g x width channels, rows),
+    or an ONNX import's (width channels, g x rows: the heads folded into the rows); ``rowwise``: its
+    rows (``row_channels``) are the width keys."""
+    zoo = x.k_out == g * width and x.h == rows and (not rowwise or x.row_channels in (width, 0 if g == 1 else -1))
+    onnx = x.k_out == width and x.h == g * rows and (not rowwise or x.row_channels in (width, 0))
+    return (zoo or onnx) and x.n == n and x.w == 1 and x.input_count == 1
+
+
 def _attention(layers: Sequence[Layer]) -> BlockShape | None:
-    if len(layers) != 3:
+    if len(layers) not in (3, 4):
         return None
-    qk, sm, pv = layers
+    qk, sm, pv = layers[0], layers[-2], layers[-1]
+    mask = layers[1] if len(layers) == 4 else None
     if not (_is_matmul(qk, True) and sm.op is OpKind.SOFTMAX and _is_matmul(pv, True)):
         return None
     g, width = qk.groups, qk.dims[Dim.K]
-    if (sm.k_out != g * width or sm.row_channels not in (width, 0 if g == 1 else -1) or sm.h != qk.p
-            or sm.n != qk.n or sm.w != 1 or pv.groups != g or pv.dims[Dim.C] != width or pv.h != qk.p
-            or pv.n != qk.n or sm.input_count != 1):
+    if not _scores_like(sm, g, width, qk.p, qk.n) or pv.groups != g or pv.dims[Dim.C] != width or pv.h != qk.p \
+            or pv.n != qk.n:
         return None
-    return BlockShape(BlockKind.ATTENTION, g, qk.n, qk.p, qk.dims[Dim.C], width, pv.dims[Dim.K], (0,))
+    if mask is not None and not (mask.op is OpKind.ADD and mask.b_activation and mask.k_out == sm.k_out
+                                 and mask.h == sm.h and _scores_like(mask, g, width, qk.p, qk.n, rowwise=False)
+                                 and mask.elements(Operand.WEIGHT) in (width, mask.k_out)):
+        return None
+    return BlockShape(BlockKind.ATTENTION, g, qk.n, qk.p, qk.dims[Dim.C], width, pv.dims[Dim.K], (0,),
+                      None if mask is None else 1)
 
 
 def _mlp(layers: Sequence[Layer]) -> BlockShape | None:
@@ -186,6 +201,17 @@ class BlockMappingLike(Protocol):
 
     @property
     def unroll(self) -> tuple[tuple[int, ...], ...]: ...
+
+
+def canonical_layers(layers: Sequence[Layer], shape: BlockShape) -> tuple[Layer, ...]:
+    """``layers`` with an attention middle in an ONNX import's layout (width channels, heads folded
+    into the rows) re-shaped to the zoo's (groups x width channels, rows): the same elements and
+    operations, on the rows the block tiles (what the block's compute and executor use)."""
+    g, width = shape.groups, shape.width
+    return tuple(replace(x, c_in=g * width, k_out=g * width, groups=g * width, h=shape.rows,
+                         row_channels=width if x.op is OpKind.SOFTMAX else x.row_channels)
+                 if shape.kind is BlockKind.ATTENTION and 0 < m < len(layers) - 1 and x.k_out == width and g > 1
+                 else x for m, x in enumerate(layers))
 
 
 def matmul_layers(shape: BlockShape, count: int) -> list[int]:
