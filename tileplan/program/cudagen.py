@@ -9,8 +9,9 @@ on-chip memories, ``cudaMemcpy`` for LOAD/STORE, kernels with the PE array as th
 from __future__ import annotations
 
 from tileplan.mapping import Mapping
-from tileplan.program.cgen import _Emitter, substitutions
+from tileplan.program.cgen import _Emitter, ew_kinds, substitutions
 from tileplan.program.cuda_template import CUDA_RUNTIME
+from tileplan.program.errors import ProgramError
 from tileplan.program.ir import Program
 
 
@@ -30,6 +31,9 @@ def thread_block(mapping: Mapping) -> tuple[int, int]:
 def emit_cuda(program: Program, *, threads: tuple[int, int] = (16, 16)) -> str:
     """A CUDA program running ``program`` (arguments and output as :func:`~tileplan.program.emit_c`);
     ``threads`` is the thread block of the CONV kernel: input x output channels (the PE array)."""
+    if ew_kinds(program):
+        raise ProgramError(f"layer {program.name} ({program.op.value}): the CUDA backend does not emit element-wise "
+                           f"and row-wise layers yet; emit C (--target c) or IR text (--target ir)")
     em = _CudaEmitter(program)
     fields = substitutions(program, em)
     fields["memories"] = "\n".join(f"static int64_t *mem_{m.name}[NCORES]; /* device buffer: holds "
