@@ -1,12 +1,11 @@
 """The C backend on the element-wise and row-wise kinds (softmax, layernorm, rmsnorm, gelu, silu, mul,
 rope, add / mul with a broadcast row): the compiled program's output equals plain numpy written here
-(float kinds within a relative 1e-9, integer kinds exact) and the DRAM bytes it prints equal the model's
-and the executor's, on two shapes, an 80-byte buffer (several tiles per core) and 2 cores."""
+(float kinds within a relative 1e-9, integer kinds exact) and the DRAM bytes and bursts it prints equal
+the model's, on two shapes, an 80-byte buffer (several tiles per core) and 2 cores."""
 
 from __future__ import annotations
 
 import math
-import re
 import shutil
 import subprocess
 from dataclasses import replace
@@ -20,6 +19,7 @@ from tileplan.api import plan_layer
 from tileplan.dims import Dim
 from tileplan.program import ProgramError, emit_c, emit_cuda, execute, generate_program, verify_layer
 from tileplan.program.cgen import operand_format
+from tileplan.program.cverify import parse_report
 from tileplan.program.irtext import emit_ir, parse_ir
 from tileplan.workload.layer import Layer, Precision
 from tileplan.workload.transformer import elementwise
@@ -133,12 +133,13 @@ def test_c_program_computes_the_kind_and_moves_the_model_bytes(kind: str, shape:
     else:
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
         assert np.max(np.abs(got - execute(program, xs, w).output)) < 1e-12  # the executor, to rounding
-    printed = [int(v) for v in re.findall(r"-?\d+", done.stdout)]
+    read, written, bursts, _ = parse_report(done.stdout)
     model = verify_layer(layer, arch, mapping, seed=1)  # type: ignore[arg-type]
     assert model.ok, model.mismatches()
-    assert printed == [*model.predicted_read_bytes, model.predicted_write_bytes], done.stdout
+    assert (read, written) == (model.predicted_read_bytes, model.predicted_write_bytes), done.stdout
+    assert bursts == model.predicted_bursts, done.stdout
     every = layer.n * layer.c_in * layer.h * 2  # bytes of one tensor
-    assert printed[0] >= layer.input_count * every and printed[3] >= every  # all read, all written
+    assert read[0] >= layer.input_count * every and written >= every  # all read, all written
 
 
 def test_float_program_documents_its_cells_and_an_integer_one_needs_no_libm() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from tileplan.dims import Dim
 from tileplan.program.cgen_ew import ew_call, ew_runtime, uses_floats
-from tileplan.program.cgen_template import RUNTIME
+from tileplan.program.cgen_template import REPORT, RUNTIME
 from tileplan.program.elementwise import ROW_KINDS, split_row_error
 from tileplan.program.errors import ProgramError
 from tileplan.program.ir import Add, Conv, Div, Ew, Init, Instruction, Load, Loc, Pool, Program, Store, Sync
@@ -86,7 +86,8 @@ class _Emitter:
         tid = self.tile_id
         reason = split_row_error(ins.kind, ins.row, ins.region[Dim.G])
         if ins.kind in ROW_KINDS and (ins.row < 1 or (ins.kind == "rope" and ins.row % 2)):
-            reason = f"a {ins.kind} row of {ins.row} channels (give a positive{' even' if ins.kind == 'rope' else ''} width)"
+            even = " even" if ins.kind == "rope" else ""
+            reason = f"a {ins.kind} row of {ins.row} channels (give a positive{even} width)"
         if reason:
             raise ProgramError(reason, line=line)
         wt = None if ins.wt is None else (self.cells(core, ins.wt, line), tid[ins.wt])
@@ -158,7 +159,7 @@ def substitutions(program: Program, em: _Emitter) -> dict[str, object]:
         dram.append(f"static int64_t dram_{t.name}[{t.elements}];")
         # operand numbers are int(Operand): input 0, weight 1, output 2
         rows.append(f"    {{\"{t.name}\", dram_{t.name}, {_c_list(t.shape)}, {_c_list(t.strides)}, "
-                    f"{t.elem_bytes}, {t.onchip_bytes}, {int(t.operand)}}},")
+                    f"{t.elem_bytes}, {t.onchip_bytes}, {int(t.operand)}, {t.base}}},")
     tiles = [f"    {{{em.tensor_id[t.tensor]}, {_c_list([lo for lo, _ in t.box])}, "
              f"{_c_list([hi for _, hi in t.box])}}}, /* {t.name} */" for t in p.tiles]
     inputs = list(p.inputs) + ([p.weight] if p.weight is not None else [])
@@ -172,7 +173,8 @@ def substitutions(program: Program, em: _Emitter) -> dict[str, object]:
     geo = p.inputs[0].shape
     return dict(
         name=p.name, op=p.op.value, usage=f"prog {' '.join(names)}", ncores=len(p.streams),
-        ntensors=len(p.tensors), sh=p.stride[0], sw=p.stride[1], dh=p.dilation[0], dw=p.dilation[1],
+        ntensors=len(p.tensors), ntiles=len(p.tiles), burst=p.burst_bytes, report=REPORT,
+        sh=p.stride[0], sw=p.stride[1], dh=p.dilation[0], dw=p.dilation[1],
         pt=p.pads[0], pl=p.pads[2], in_h=geo[3], in_w=geo[4], dram_arrays="\n".join(dram),
         tensor_rows="\n".join(rows), tile_rows="\n".join(tiles), memories="",
         nargs=len(names) + 1, args=" ".join(names), read_inputs="\n".join(reads), body="\n".join(body),

@@ -73,7 +73,8 @@ static void ew_softmax(long row, int64_t *out, int ot, int64_t *in, int it, cons
 }
 
 """,
-    "norm": f"static const double NORM_EPS = {NORM_EPS!r};\n" + r"""/* EW layernorm (centre = 1) / rmsnorm (centre = 0) over each token's `row` channels:
+    "norm": f"static const double NORM_EPS = {NORM_EPS!r};\n" + r"""
+/* EW layernorm (centre = 1) / rmsnorm (centre = 0) over each token's `row` channels:
  * (x - mean) / sqrt(mean((x - mean)^2) + NORM_EPS), or x / sqrt(mean(x^2) + NORM_EPS), times the
  * channel's scale wt[g] (wt NULL: no scale). */
 static void ew_norm(int centre, long row, int64_t *out, int ot, int64_t *in, int it, int64_t *wt, int wtt,
@@ -128,7 +129,8 @@ static void ew_silu(int64_t *out, int ot, int64_t *in, int it, const long *reg)
 }
 
 """,
-    "rope": f"static const double ROPE_BASE = {ROPE_BASE!r};\n" + r"""/* EW rope/row: channel pairs (2i, 2i+1) of each `row`-channel head rotated by the angle
+    "rope": f"static const double ROPE_BASE = {ROPE_BASE!r};\n" + r"""
+/* EW rope/row: channel pairs (2i, 2i+1) of each `row`-channel head rotated by the angle
  * p * ROPE_BASE^(-2i/row), p the token row (interleaved form, as Meta's Llama code). */
 static void ew_rope(long row, int64_t *out, int ot, int64_t *in, int it, const long *reg)
 {

@@ -27,14 +27,16 @@ $includes#include <stdint.h>
 
 """
 
-PRELUDE = r"""enum { NCORES = $ncores, NTENSORS = $ntensors, FLOAT_CELLS = $float_cells };
+PRELUDE = r"""enum { NCORES = $ncores, NTENSORS = $ntensors, NTILES = $ntiles, FLOAT_CELLS = $float_cells };
+/* DRAM burst size in bytes: a transfer costs ceil(run bytes / BURST) bursts per contiguous run. */
+static const long BURST = $burst;
 enum { OP_SUM = 0, OP_MAX = 1 };
 
 /* Layer geometry: stride, dilation, top/left padding, input height/width. */
 static const long SH = $sh, SW = $sw, DH = $dh, DW = $dw, PT = $pt, PL = $pl, IN_H = $in_h, IN_W = $in_w;
 
 /* A DRAM tensor: canonical storage dims (n,g,c,h,w / g,k,c,r,s / n,g,k,p,q), element stride of each
- * in its layout, bytes per element in DRAM and on chip, and the operand it belongs to. */
+ * in its layout, bytes per element in DRAM and on chip, the operand it belongs to, its base byte address. */
 typedef struct {
     const char *name;
     int64_t *data;
@@ -43,6 +45,7 @@ typedef struct {
     long dram_bytes;
     long onchip_bytes;
     int operand;
+    long base;
 } tensor_t;
 
 /* A tile: the box [lo, hi) of a tensor's storage dims. */
@@ -63,7 +66,7 @@ $tile_rows
 
 /* On-chip memories of every core (one int64 cell per byte). */
 $memories
-static long long dram_read[3], dram_written;
+static long long dram_read[3], dram_written, dram_bursts[3], dram_blocks[3];
 
 """
 
@@ -93,6 +96,68 @@ static void copy_tile(int64_t *cells, const tile_t *t, int to_chip)
                             dram[e * x->stride[4]] = cells[k * x->onchip_bytes];
                     }
                 }
+}
+
+static int by_value(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+/* What moving a tile costs (computed once per tile): its TSO bursts -- every contiguous run of its
+ * sorted element addresses costs ceil(run bytes / BURST) -- and the distinct burst-aligned DRAM blocks
+ * its bytes touch (informative). */
+static void tile_cost(int tile, long long *bursts, long long *blocks)
+{
+    static long long known[NTILES][2];
+    static char done[NTILES];
+    if (!done[tile]) {
+        const tile_t *t = &tiles[tile];
+        const tensor_t *x = &tensors[t->tensor];
+        long n = tile_elements(t), k = 0, b = x->dram_bytes;
+        long *addr = (long *)malloc((size_t)(n > 0 ? n : 1) * sizeof(long));
+        if (!addr) {
+            fprintf(stderr, "out of memory\n");
+            exit(1);
+        }
+        for (long i0 = t->lo[0]; i0 < t->hi[0]; i0++)
+        for (long i1 = t->lo[1]; i1 < t->hi[1]; i1++)
+        for (long i2 = t->lo[2]; i2 < t->hi[2]; i2++)
+        for (long i3 = t->lo[3]; i3 < t->hi[3]; i3++)
+        for (long i4 = t->lo[4]; i4 < t->hi[4]; i4++)
+            addr[k++] = i0 * x->stride[0] + i1 * x->stride[1] + i2 * x->stride[2] + i3 * x->stride[3]
+                        + i4 * x->stride[4];
+        qsort(addr, (size_t)n, sizeof(long), by_value);
+        long long burst_count = 0, block_count = 0, last_block = -1;
+        for (long start = 0, end; start < n; start = end) {
+            for (end = start + 1; end < n && addr[end] == addr[end - 1] + 1; end++)
+                ;
+            burst_count += ((end - start) * b + BURST - 1) / BURST;
+            long first = (x->base + addr[start] * b) / BURST, last = (x->base + addr[end - 1] * b + b - 1) / BURST;
+            block_count += last - first + 1 - (first == last_block);
+            last_block = last;
+        }
+        free(addr);
+        known[tile][0] = burst_count;
+        known[tile][1] = block_count;
+        done[tile] = 1;
+    }
+    *bursts = known[tile][0];
+    *blocks = known[tile][1];
+}
+
+/* Count one DRAM transfer of a tile: its bytes (read per operand, or written), bursts and blocks. */
+static void count_transfer(int tile, int write)
+{
+    const tensor_t *x = &tensors[tiles[tile].tensor];
+    long long bytes = tile_elements(&tiles[tile]) * x->dram_bytes, bursts, blocks;
+    tile_cost(tile, &bursts, &blocks);
+    if (write)
+        dram_written += bytes;
+    else
+        dram_read[x->operand] += bytes;
+    dram_bursts[x->operand] += bursts;
+    dram_blocks[x->operand] += blocks;
 }
 
 /* Read (to_file = 0) or write a tensor in logical order, i.e. canonical storage order. Integer programs
@@ -157,14 +222,13 @@ static void load(int64_t *mem, long mem_bytes, const char *mem_name, long offset
 {
     copy_tile(claim(mem, mem_bytes, mem_name, offset, tile, line), &tiles[tile], 1);
     if (counted)
-        dram_read[tensors[tiles[tile].tensor].operand] +=
-            tile_elements(&tiles[tile]) * tensors[tiles[tile].tensor].dram_bytes;
+        count_transfer(tile, 0);
 }
 
 static void store(int64_t *cells, int tile)
 {
     copy_tile(cells, &tiles[tile], 0);
-    dram_written += tile_elements(&tiles[tile]) * tensors[tiles[tile].tensor].dram_bytes;
+    count_transfer(tile, 1);
 }
 
 static void init_tile(int64_t *mem, long mem_bytes, const char *mem_name, long offset, int tile,
@@ -253,10 +317,15 @@ C_MAIN = r"""int main(int argc, char **argv)
 $read_inputs
 $body
     transfer_file(argv[$out_arg], &tensors[$out_tensor], 1);
-    printf("dram read bytes: input %lld weight %lld output %lld; written bytes %lld\n",
-           dram_read[0], dram_read[1], dram_read[2], dram_written);
+$report
     return 0;
 }
 """
+
+#: The lines every runtime prints at the end: DRAM bytes, then bursts and aligned blocks per operand.
+REPORT = r"""    printf("dram read bytes: input %lld weight %lld output %lld; written bytes %lld\n",
+           dram_read[0], dram_read[1], dram_read[2], dram_written);
+    printf("dram bursts: input %lld weight %lld output %lld; aligned blocks: input %lld weight %lld output %lld\n",
+           dram_bursts[0], dram_bursts[1], dram_bursts[2], dram_blocks[0], dram_blocks[1], dram_blocks[2]);"""
 
 RUNTIME = Template(C_HEADER + PRELUDE + HOST_IO + C_OPS + "${ew_ops}" + C_MAIN)

@@ -158,8 +158,7 @@ static void load(int64_t *mem, long mem_bytes, const char *mem_name, long offset
     copy_tile(staging, &tiles[tile], 1);
     check(cudaMemcpy(mem + offset, staging, (size_t)span * sizeof(int64_t), cudaMemcpyHostToDevice), line);
     if (counted)
-        dram_read[tensors[tiles[tile].tensor].operand] +=
-            tile_elements(&tiles[tile]) * tensors[tiles[tile].tensor].dram_bytes;
+        count_transfer(tile, 0);
 }
 
 static void store(int64_t *cells, int tile)
@@ -167,7 +166,7 @@ static void store(int64_t *cells, int tile)
     long span = tile_elements(&tiles[tile]) * tensors[tiles[tile].tensor].onchip_bytes;
     check(cudaMemcpy(staging, cells, (size_t)span * sizeof(int64_t), cudaMemcpyDeviceToHost), __LINE__);
     copy_tile(staging, &tiles[tile], 0);
-    dram_written += tile_elements(&tiles[tile]) * tensors[tiles[tile].tensor].dram_bytes;
+    count_transfer(tile, 1);
 }
 
 static void init_tile(int64_t *mem, long mem_bytes, const char *mem_name, long offset, int tile,
@@ -298,8 +297,7 @@ $setup
 $read_inputs
 $body
     transfer_file(argv[$out_arg], &tensors[$out_tensor], 1);
-    printf("dram read bytes: input %lld weight %lld output %lld; written bytes %lld\n",
-           dram_read[0], dram_read[1], dram_read[2], dram_written);
+$report
     return 0;
 }
 """
