@@ -172,3 +172,50 @@ def test_cuda_backend_refuses_elementwise_kinds_in_one_line() -> None:
     arch, mapping = _two_core_mapping(layer)
     with pytest.raises(ProgramError, match=r"CUDA backend does not emit element-wise .* \(--target c\)"):
         emit_cuda(generate_program(layer, arch, mapping))  # type: ignore[arg-type]
+
+
+def test_verify_command_with_the_c_backend_checks_every_distinct_layer() -> None:
+    """`tileplan verify bert-base --backend c`: every distinct layer's C program (layernorm, softmax,
+    gelu, broadcast adds and the matmuls) prints the model's bytes and bursts and the reference output."""
+    from typer.testing import CliRunner
+
+    from tileplan import api
+    from tileplan.cli import app
+
+    result = CliRunner().invoke(app, ["verify", "bert-base", "--seq", "2", "--arch", "eyeriss", "--backend", "c"],
+                                terminal_width=250)
+    assert result.exit_code == 0, result.output
+    net = api.load_network("bert-base", seq=2)
+    plan = api.plan(net, api.load_arch("eyeriss"))
+    distinct = [lp for lp in plan.layers if lp.mapping is not None and lp.cached_from is None]
+    assert {"softmax", "layernorm", "gelu"} <= {net[lp.name].op.value for lp in distinct}
+    assert "(C programs)" in result.output
+    assert f"{len(distinct)} of {len(distinct)} distinct layers verified" in result.output
+    assert result.output.count(" OK ") == len(distinct) and "FAIL" not in result.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--backend", "cuda"], "unknown --backend 'cuda'; choose numpy or c"),
+    (["--backend", "c", "--group", "layer.0.attn.qk+layer.0.attn.softmax"], "--backend c verifies single layers"),
+])
+def test_verify_backend_bad_input_is_one_line(args: list[str], message: str) -> None:
+    from typer.testing import CliRunner
+
+    from tileplan.cli import app
+
+    result = CliRunner().invoke(app, ["verify", "bert-base", "--seq", "2", "--arch", "eyeriss", *args],
+                                terminal_width=250)
+    assert result.exit_code != 0
+    assert message in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_verify_c_without_a_compiler_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from tileplan.cli import app
+
+    monkeypatch.setenv("PATH", "")
+    result = CliRunner().invoke(app, ["verify", "lenet5", "--arch", "eyeriss", "--backend", "c"],
+                                terminal_width=250)
+    assert result.exit_code != 0 and "`cc` is not on PATH" in result.output, result.output
