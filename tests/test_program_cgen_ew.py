@@ -1,7 +1,8 @@
 """The C backend on the element-wise and row-wise kinds (softmax, layernorm, rmsnorm, gelu, silu, mul,
 rope, add / mul with a broadcast row): the compiled program's output equals plain numpy written here
 (float kinds within a relative 1e-9, integer kinds exact) and the DRAM bytes and bursts it prints equal
-the model's, on two shapes, an 80-byte buffer (several tiles per core) and 2 cores."""
+the model's, on two shapes, an 80-byte buffer (several tiles per core) and 2 cores; the CUDA backend's
+programs likewise through its CPU emulation; `verify --backend c`."""
 
 from __future__ import annotations
 
@@ -105,29 +106,21 @@ def _operands(kind: str, layer: Layer, rng: np.random.Generator) -> tuple[list[n
     return [3 * rng.standard_normal(shape)], rng.standard_normal((layer.c_in, 1, 1, 1)) if "norm" in kind else None
 
 
-@pytest.mark.parametrize("kind", list(KINDS))
-@pytest.mark.parametrize("shape", SHAPES, ids=["8x6", "12x5x2"])
-def test_c_program_computes_the_kind_and_moves_the_model_bytes(kind: str, shape: tuple[int, int, int],
-                                                               tmp_path: Path) -> None:
-    layer = _layer(kind, shape)
-    arch, mapping = _two_core_mapping(layer)
+def _check_binary(exe: Path, kind: str, layer: Layer, arch: object, mapping: object, tmp: Path) -> None:
+    """Run a compiled program on fresh operands: its output equals numpy written here (float kinds within a
+    relative 1e-9) and the bytes and bursts it prints equal the model's."""
     program = generate_program(layer, arch, mapping)  # type: ignore[arg-type]
-    assert len(program.streams) == 2
-    assert all(sum(ins.__class__.__name__ == "Ew" for ins in s.instructions) >= 2 for s in program.streams)
-    source = emit_c(program)
-    exe = _compile(source, tmp_path, libm=kind not in INTEGER)  # integer kinds need no libm
     xs, w = _operands(kind, layer, np.random.default_rng(7))
     fmt_in, fmt_out = operand_format(program)
     assert (fmt_in, fmt_out) == (("<i4", "<i8") if kind in INTEGER else ("<f8", "<f8"))
     args = []
     for i, x in enumerate(xs + ([w] if w is not None else [])):
-        x.astype(fmt_in).tofile(tmp_path / f"operand{i}.bin")
-        args.append(str(tmp_path / f"operand{i}.bin"))
-    done = subprocess.run([str(exe), *args, str(tmp_path / "out.bin")], capture_output=True, text=True,
-                          timeout=60)
+        x.astype(fmt_in).tofile(tmp / f"operand{i}.bin")
+        args.append(str(tmp / f"operand{i}.bin"))
+    done = subprocess.run([str(exe), *args, str(tmp / "out.bin")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     want = _numpy(kind, xs, w)
-    got = np.fromfile(tmp_path / "out.bin", dtype=fmt_out).reshape(want.shape)
+    got = np.fromfile(tmp / "out.bin", dtype=fmt_out).reshape(want.shape)
     if kind in INTEGER:
         assert np.array_equal(got, want)
     else:
@@ -140,6 +133,38 @@ def test_c_program_computes_the_kind_and_moves_the_model_bytes(kind: str, shape:
     assert bursts == model.predicted_bursts, done.stdout
     every = layer.n * layer.c_in * layer.h * 2  # bytes of one tensor
     assert read[0] >= layer.input_count * every and written >= every  # all read, all written
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("shape", SHAPES, ids=["8x6", "12x5x2"])
+def test_c_program_computes_the_kind_and_moves_the_model_bytes(kind: str, shape: tuple[int, int, int],
+                                                               tmp_path: Path) -> None:
+    layer = _layer(kind, shape)
+    arch, mapping = _two_core_mapping(layer)
+    program = generate_program(layer, arch, mapping)  # type: ignore[arg-type]
+    assert len(program.streams) == 2
+    assert all(sum(ins.__class__.__name__ == "Ew" for ins in s.instructions) >= 2 for s in program.streams)
+    exe = _compile(emit_c(program), tmp_path, libm=kind not in INTEGER)  # integer kinds need no libm
+    _check_binary(exe, kind, layer, arch, mapping, tmp_path)
+
+
+@pytest.mark.parametrize("compiler", [["-std=c99", "-x", "c"], ["-std=c++11", "-x", "c++"]], ids=["c99", "c++"])
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_emulated_cuda_program_computes_the_kind(kind: str, compiler: list[str], tmp_path: Path) -> None:
+    """The CUDA backend's EW kernel (one thread per token and row / pair / channel), run on the CPU."""
+    cxx = CC if compiler[-1] == "c" else shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no C++ compiler: `c++` is not on PATH")
+    layer = _layer(kind, SHAPES[1])
+    arch, mapping = _two_core_mapping(layer)
+    source = emit_cuda(generate_program(layer, arch, mapping))  # type: ignore[arg-type]
+    assert "__global__ void ew_kernel" in source and "LAUNCH(ew_kernel" in source
+    (tmp_path / "plan.cu").write_text(source)
+    exe = tmp_path / "plan"
+    done = subprocess.run([cxx, *compiler, "-DTILEPLAN_CUDA_EMULATE", *FLAGS[1:], "-o", str(exe),
+                           str(tmp_path / "plan.cu"), "-lm"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[:4000]
+    _check_binary(exe, kind, layer, arch, mapping, tmp_path)
 
 
 def test_float_program_documents_its_cells_and_an_integer_one_needs_no_libm() -> None:
@@ -167,11 +192,16 @@ def test_a_hand_edited_split_row_is_refused_with_its_line() -> None:
         emit_c(edited)
 
 
-def test_cuda_backend_refuses_elementwise_kinds_in_one_line() -> None:
-    layer = _layer("gelu", SHAPES[0])
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_nvcc_compiles_an_element_wise_program(tmp_path: Path) -> None:
+    """The device side (doubles through __longlong_as_double, the math library's device functions)
+    compiles with nvcc; the tests run it through the emulation path above."""
+    layer = _layer("layernorm", SHAPES[1])
     arch, mapping = _two_core_mapping(layer)
-    with pytest.raises(ProgramError, match=r"CUDA backend does not emit element-wise .* \(--target c\)"):
-        emit_cuda(generate_program(layer, arch, mapping))  # type: ignore[arg-type]
+    (tmp_path / "plan.cu").write_text(emit_cuda(generate_program(layer, arch, mapping)))  # type: ignore[arg-type]
+    done = subprocess.run([str(shutil.which("nvcc")), "-O2", "-o", str(tmp_path / "plan"), str(tmp_path / "plan.cu")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[:4000]
 
 
 def test_verify_command_with_the_c_backend_checks_every_distinct_layer() -> None:

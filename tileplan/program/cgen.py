@@ -10,7 +10,7 @@ memories, and turns every instruction into one call, commented with its IR line.
 from __future__ import annotations
 
 from tileplan.dims import Dim
-from tileplan.program.cgen_ew import ew_call, ew_runtime, uses_floats
+from tileplan.program.cgen_ew import Cells, ew_call, ew_runtime, uses_floats
 from tileplan.program.cgen_template import REPORT, RUNTIME
 from tileplan.program.elementwise import ROW_KINDS, split_row_error
 from tileplan.program.errors import ProgramError
@@ -77,12 +77,13 @@ class _Emitter:
                     f"{self.cells(core, name, line)}, {tid[name]}, {self.region(ins.region)});"
                     for name in names]
         if isinstance(ins, Ew):
-            return [self.ew(core, ins, line)]
+            return self.ew(core, ins, line)
         if isinstance(ins, Div):
             return [f"divide({self.cells(core, ins.tile, line)}, {tid[ins.tile]}, {ins.divisor});"]
         return []
 
-    def ew(self, core: int, ins: Ew, line: int) -> str:
+    def ew(self, core: int, ins: Ew, line: int) -> list[str]:
+        """The call(s) of one ``EW`` instruction, after checking its region holds whole rows."""
         tid = self.tile_id
         reason = split_row_error(ins.kind, ins.row, ins.region[Dim.G])
         if ins.kind in ROW_KINDS and (ins.row < 1 or (ins.kind == "rope" and ins.row % 2)):
@@ -91,9 +92,13 @@ class _Emitter:
         if reason:
             raise ProgramError(reason, line=line)
         wt = None if ins.wt is None else (self.cells(core, ins.wt, line), tid[ins.wt])
-        return ew_call(ins.kind, ins.row, (self.cells(core, ins.out, line), tid[ins.out]),
-                       [(self.cells(core, name, line), tid[name]) for name in ins.inputs], wt,
-                       self.region(ins.region))
+        return self.ew_calls(ins.kind, ins.row, (self.cells(core, ins.out, line), tid[ins.out]),
+                             [(self.cells(core, name, line), tid[name]) for name in ins.inputs], wt,
+                             self.region(ins.region))
+
+    def ew_calls(self, kind: str, row: int, out: Cells, inputs: list[Cells], wt: Cells | None,
+                 region: str) -> list[str]:
+        return [ew_call(kind, row, out, inputs, wt, region)]
 
     def body(self) -> list[str]:
         segments = []
@@ -130,19 +135,8 @@ def emit_c(program: Program) -> str:
     and writes little-endian float64 instead and links with ``-lm``. It compiles cleanly with
     ``cc -std=c99 -Wall -Wextra -Werror``.
     """
-    kinds = ew_kinds(program)
     fields = substitutions(program, _Emitter(program))
-    floats = uses_floats(kinds)
-    kind = "float64 (IEEE double)" if floats else "int32"
-    fields.update(
-        float_cells=int(floats), ew_ops=ew_runtime(kinds), libs=" -lm" if floats else "",
-        includes="#include <math.h>\n" if floats else "",
-        formats="\n".join([
-            f" *   inputs:  raw little-endian {kind}, logical order (N, C, H, W); weight (K, C, R, S)",
-            f" *   output:  raw little-endian {'float64' if floats else 'int64'}, logical order (N, K, P, Q)",
-            *([" *   Every DRAM and on-chip cell holds an IEEE double as its bit pattern (memcpy in and",
-               " *   out of the int64 cells, one cell per byte as for integers); arithmetic is double."]
-              if floats else [])]))
+    fields["ew_ops"] = ew_runtime(ew_kinds(program))
     fields["memories"] = "\n".join(f"static int64_t mem_{m.name}[NCORES][{m.size_bytes}]; /* holds "
                                    f"{', '.join(o.label for o in m.operands)} */" for m in program.memories)
     return RUNTIME.substitute(fields)
@@ -178,7 +172,21 @@ def substitutions(program: Program, em: _Emitter) -> dict[str, object]:
         pt=p.pads[0], pl=p.pads[2], in_h=geo[3], in_w=geo[4], dram_arrays="\n".join(dram),
         tensor_rows="\n".join(rows), tile_rows="\n".join(tiles), memories="",
         nargs=len(names) + 1, args=" ".join(names), read_inputs="\n".join(reads), body="\n".join(body),
-        out_arg=len(names), out_tensor=em.tensor_id["OUTPUT"], float_cells=0)
+        out_arg=len(names), out_tensor=em.tensor_id["OUTPUT"], **_formats(program))
+
+
+def _formats(program: Program) -> dict[str, object]:
+    """Header lines and switches of the operand files: int32 in / int64 out, or float64 for a float kind
+    (doubles as bit patterns in the cells, math.h, -lm)."""
+    floats = uses_floats(ew_kinds(program))
+    kind = "float64 (IEEE double)" if floats else "int32"
+    lines = [f" *   inputs:  raw little-endian {kind}, logical order (N, C, H, W); weight (K, C, R, S)",
+             f" *   output:  raw little-endian {'float64' if floats else 'int64'}, logical order (N, K, P, Q)"]
+    if floats:
+        lines += [" *   Every DRAM and on-chip cell holds an IEEE double as its bit pattern (memcpy in and",
+                  " *   out of the int64 cells, one cell per byte as for integers); arithmetic is double."]
+    return dict(float_cells=int(floats), libs=" -lm" if floats else "", formats="\n".join(lines),
+                includes="#include <math.h>\n" if floats else "")
 
 
 def ew_kinds(program: Program) -> set[str]:

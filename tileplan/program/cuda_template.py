@@ -28,14 +28,13 @@ CUDA_HEADER = r"""/*
  * block (the PE array: input channels x output channels).
  *
  * Build: nvcc -O2 -o prog prog.cu
- *   or, on a CPU: cc -std=c99 -x c -DTILEPLAN_CUDA_EMULATE -o prog prog.cu
+ *   or, on a CPU: cc -std=c99 -x c -DTILEPLAN_CUDA_EMULATE -o prog prog.cu$libs
  * Usage: $usage
- *   inputs:  raw little-endian int32, logical order (N, C, H, W); weight (K, C, R, S)
- *   output:  raw little-endian int64, logical order (N, K, P, Q)
+$formats
  * Prints the DRAM bytes the plan moved. Exits 2 when a tile overflows an on-chip memory, 3 on a
  * CUDA error.
  */
-#include <stdint.h>
+$includes#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,4 +301,4 @@ $report
 }
 """
 
-CUDA_RUNTIME = Template(CUDA_HEADER + PRELUDE + HOST_IO + CUDA_OPS + CUDA_MAIN)
+CUDA_RUNTIME = Template(CUDA_HEADER + PRELUDE + HOST_IO + CUDA_OPS + "${ew_ops}" + CUDA_MAIN)
