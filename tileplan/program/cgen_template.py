@@ -3,6 +3,9 @@
 Kept apart from ``cgen`` so the C reads as C. DRAM tensors are int64 element arrays in their
 layout; on-chip memories are arrays of int64 *cells*, one per byte, an element of ``b`` bytes taking
 ``b`` cells (as the Python executor), so capacities are checked in bytes and arithmetic is exact.
+A program of a float element-wise kind keeps IEEE doubles in the same cells as bit patterns
+(``FLOAT_CELLS``; ``cgen_ew``). Every transfer counts its bytes, TSO bursts and aligned blocks (once
+per tile, from its sorted element addresses), which the program prints at its end.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ It shares the DRAM tensors, tiles, host-side tile copies and file I/O with the C
   channels and ``threadIdx.y`` along the output channels (the PE-mapped dims), one block per output
   position and group of output channels; partial products meet with an integer ``atomicAdd``, so the
   result is exact whatever the order;
-* ``POOL``/``ADD`` are one-thread-per-output kernels, ``DIV`` runs on the host copy of the tile.
+* ``POOL``/``ADD`` are one-thread-per-output kernels, ``DIV`` runs on the host copy of the tile, and
+  ``EW`` (``cuda_ew``, included when the program has one) one thread per token and row or channel.
 
 Compiled with ``-DTILEPLAN_CUDA_EMULATE`` the same source builds with a C99 or C++ compiler: the CUDA
 calls become sequential CPU stand-ins that run every thread of every block in turn.
