@@ -249,3 +249,27 @@ def test_verify_c_without_a_compiler_says_so(monkeypatch: pytest.MonkeyPatch) ->
     result = CliRunner().invoke(app, ["verify", "lenet5", "--arch", "eyeriss", "--backend", "c"],
                                 terminal_width=250)
     assert result.exit_code != 0 and "`cc` is not on PATH" in result.output, result.output
+
+
+def test_emit_writes_a_transformer_layer_as_c(tmp_path: Path) -> None:
+    """`tileplan emit bert-base --layer layer.0.attn.softmax --target c` writes a program that compiles
+    warning-free, documents its float64 files, and computes the softmax of its rows."""
+    from typer.testing import CliRunner
+
+    from tileplan.cli import app
+
+    out = tmp_path / "softmax.c"
+    result = CliRunner().invoke(app, ["emit", "bert-base", "--seq", "2", "--arch", "eyeriss", "--layer",
+                                      "layer.0.attn.softmax", "--target", "c", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    source = out.read_text()
+    assert "raw little-endian float64" in source and "ew_softmax(2, " in source  # rows of 2 keys at seq 2
+    exe = _compile(source, tmp_path, libm=True)
+    x = np.random.default_rng(3).standard_normal((1, 12 * 2, 2, 1))  # 12 heads x 2 keys, 2 query rows
+    x.astype("<f8").tofile(tmp_path / "x.bin")
+    done = subprocess.run([str(exe), str(tmp_path / "x.bin"), str(tmp_path / "y.bin")], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    y = np.fromfile(tmp_path / "y.bin", dtype="<f8").reshape(12, 2, 2)  # head, key, query row
+    e = np.exp(x.reshape(12, 2, 2))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-9)
