@@ -6,6 +6,7 @@ and the hidden activations move nothing), and the planner chooses them like any 
 from __future__ import annotations
 
 import math
+from itertools import product
 from dataclasses import replace
 
 import numpy as np
@@ -84,10 +85,10 @@ def test_attention_programs_equal_model_closed_form_and_numpy(heads, kv_heads):
     group = FusedGroup.of(net, ATTN)
     arch = api.load_arch("eyeriss")
     rows = group.block.rows
-    for resident in residency_choices(group):
-        for c in (6, 4, 1):
+    for resident, online in product(residency_choices(group), (False, True)):
+        for c in (4, 1) if online else (6, 4, 1):
             for tile in (1, 5, rows):
-                mapping = _mapping(group, tile, c, resident, ((1,) * 8,) * 3)
+                mapping = _mapping(group, tile, c, resident, ((1,) * 8,) * 3, online)
                 v = verify_block(group, arch, mapping, seed=tile + c)
                 assert v.ok, (mapping, v)
                 q_b, kv_b, o_b = _attention_bytes(net, tile, resident)
@@ -229,8 +230,10 @@ def test_random_blocks_and_mappings_verify(data):
                       swiglu=swiglu, batch=data.draw(st.integers(1, 2)) if heads == kv_heads == 1 else 1)
     group = FusedGroup.of(net, data.draw(st.sampled_from([ATTN, SWIGLU if swiglu else GELU])))
     s = group.block
-    mapping = _mapping(group, data.draw(st.integers(1, s.rows)), data.draw(st.integers(1, s.width)),
-                       data.draw(st.sampled_from(residency_choices(group))), ((1,) * 8,) * len(group))
+    c = data.draw(st.integers(1, s.width))
+    online = s.kind is BlockKind.ATTENTION and c < s.width and data.draw(st.booleans())
+    mapping = _mapping(group, data.draw(st.integers(1, s.rows)), c, data.draw(st.sampled_from(residency_choices(group))),
+                       ((1,) * 8,) * len(group), online)
     arch = api.load_arch("eyeriss", [f"memories.L2.size_bytes={data.draw(st.sampled_from([256, 2048, 65536]))}"])
     if not bool(evaluate_block(group, arch, mapping).cost.feasible[0]):
         return
@@ -261,3 +264,21 @@ def test_onnx_bert_layer_fuses_masked_attention_and_mlp(tmp_path):
                                                                   for i in (0, 3))
     plan = api.plan_fused(net, arch, objective="dram", jobs=1)
     assert [len(g.layers) for g in plan.groups] == [4, 3]
+
+
+def test_online_softmax_holds_a_chunk_of_scores_not_whole_rows():
+    """The online softmax: the same DRAM bytes as the row-wise one for the same tile, chunk and
+    residency, the middle on chip shrinks from T x kv scores to T x c plus two running statistics per
+    row, and T x n2 more operations per chunk and at the end; it is refused outside attention."""
+    net = small_block(seq=8, d=16, heads=2, kv_heads=2, ff=8, swiglu=False)
+    group = FusedGroup.of(net, ATTN)
+    arch = api.load_arch("eyeriss")
+    rowwise = evaluate_block(group, arch, _mapping(group, 4, 2, (False, False, False), ((1,) * 8,) * 3)).cost
+    online = evaluate_block(group, arch, _mapping(group, 4, 2, (False, False, False), ((1,) * 8,) * 3, True))
+    assert float(online.cost.dram_bytes[0]) == float(rowwise.dram_bytes[0])
+    # scores: 4 rows x 8 keys -> 4 x 2, plus max and sum (4-byte partial sums) per row
+    assert int(rowwise.footprint_bytes[0, 0]) - int(online.cost.footprint_bytes[0, 0]) == 4 * 8 - 4 * 2 - 2 * 4 * 4
+    assert int(online.executed_macs[0]) == group.macs + 2 * 8 * 8 * (8 // 2 + 1)
+    with pytest.raises(MappingError, match="online softmax needs an attention block"):
+        evaluate_block(FusedGroup.of(net, GELU), arch, _mapping(FusedGroup.of(net, GELU), 4, 2, (False,) * 3,
+                                                                ((1,) * 8,) * 3, True))

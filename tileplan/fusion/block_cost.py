@@ -14,10 +14,14 @@ of scores; no online rescaling)::
                        H = act(A . W_up chunk) (x A . W_gate chunk); [load W_down chunk]; O += H . W_down chunk
             store O[n, g, rows]
 
+With ``online`` (attention, the FlashAttention form) each chunk of c keys is scored, normalised
+against each row's running max and exp-sum and multiplied by its V chunk at once; the output tile is
+rescaled per chunk and divided by the sums at the end, so only T x c scores are on chip.
+
 The middle tensor (scores / probabilities, the MLP's hidden activations) never touches DRAM. A
 ``FusedMapping`` of a block: ``tile_p`` = T rows, ``chunk`` = c for every middle map, ``resident``
 per layer (a matmul's B kept for the whole group or streamed in chunks every row tile), ``unroll``
-per layer; ``tile_n = tile_q = 1``, ``tile_k`` = the last layer's channels, recompute, rows.
+per layer, ``online``; ``tile_n = tile_q = 1``, ``tile_k`` = the last layer's channels, recompute, rows.
 
 DRAM: A and O once (bursts from the boxes in the (N, C, H, W) row-major tensors, as the fused
 executor counts them); a resident B once per group, a streamed one once per row tile of each (n, g).
@@ -134,10 +138,12 @@ class BlockModel:
         return [*self.shape.firsts, len(self.layers) - 1]
 
     # ------------------------------------------------------------------ costs
-    def costs(self, c: int, resident: tuple[bool, ...], unroll: tuple[tuple[int, ...], ...] | None = None
-              ) -> tuple[FusedCost, list[np.ndarray]]:
+    def costs(self, c: int, resident: tuple[bool, ...], unroll: tuple[tuple[int, ...], ...] | None = None,
+              online: bool = False) -> tuple[FusedCost, list[np.ndarray]]:
         """Costs of every row tile for middle chunk ``c`` and residency flags ``resident`` (per layer),
-        and per layer the index of the unroll option used (-1 when ``unroll`` is given)."""
+        and per layer the index of the unroll option used (-1 when ``unroll`` is given). ``online``
+        (attention): the online softmax holds one chunk of scores and each row's running max and sum,
+        and rescales the output tile once per chunk and once at the end (T x n2 operations each)."""
         s, arch = self.shape, self.arch
         n = len(self.tiles)
         p0, plast = self.probs[0].precision, self.probs[-1].precision
@@ -155,8 +161,10 @@ class BlockModel:
         mem_in, mem_out = self.probs[0].memory_of_operand[_IN], self.probs[-1].memory_of_operand[_OUT]
         dbl[:, mem_in] += self.text() * s.k1 * p0.input
         dbl[:, mem_out] += self.text() * s.n2 * plast.psum
-        middle = s.width if s.kind is BlockKind.ATTENTION else len(s.firsts) * ce
+        middle = s.width if s.kind is BlockKind.ATTENTION and not online else len(s.firsts) * ce
         held[:, mem_in] += self.text() * middle * b_mid
+        if online:  # each row's running max and exp-sum
+            held[:, mem_in] += 2 * self.text() * plast.psum
         acc, noc = np.zeros((n, 3)), np.zeros(n)
         for m in self.matmul_layers():
             elems, b = self.b_bytes(m)
@@ -190,7 +198,7 @@ class BlockModel:
                 c_chunk, gk = ce, (1, s.n2)
                 ins = slabs * s.rows * s.width * b_mid
             else:  # softmax over whole rows of one group; MLP element-wise layers chunk by chunk
-                c_chunk, gk = 1, (s.width if s.kind is BlockKind.ATTENTION else ce, 1)
+                c_chunk, gk = 1, (s.width if s.kind is BlockKind.ATTENTION and not online else ce, 1)
                 ins = layer.elements(_IN) * b_mid
             cyc, pick = self.gm.compute_cycles(m, Overlap.RECOMPUTE, 1, c_chunk, gk,
                                                None if unroll is None else unroll[m])
@@ -201,8 +209,14 @@ class BlockModel:
             acc[:, _IN] += ins
             acc[:, _OUT if last else _IN] += 2 * outs
             noc += ins + outs
-        feasible = fits(self.gm, held, dbl)
         executed = np.full(n, float(self.group.macs))
+        if online:  # rescaling the output tile per chunk and the final division, on the whole array
+            extra = float(slabs * s.rows * s.n2 * (passes + 1))
+            cycles += np.ceil(extra / arch.peak_macs_per_cycle(p0.input))
+            executed += extra
+            acc[:, _OUT] += 2 * extra * plast.psum
+            noc += extra * plast.psum
+        feasible = fits(self.gm, held, dbl)
         cost = _finish(self.gm, read, write, bursts, held + dbl, feasible, cycles, executed, acc, noc)
         return FusedCost(cost, executed, np.zeros(n), np.zeros(n, dtype=np.int64)), picks
 
@@ -256,11 +270,14 @@ def search_block_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Obje
         bm = block_model(group, arch)
         best: tuple[tuple[float, ...], FusedMapping, FusedCost, int] | None = None
         configs = 0
-        for resident in residency_choices(group):
+        attention = shape.kind is BlockKind.ATTENTION
+        for resident, online in product(residency_choices(group), (False, True) if attention else (False,)):
             streams = any(not resident[m] for m in bm.matmul_layers())
-            for c in chunk_choices(shape) if streams or shape.kind is BlockKind.MLP else [shape.width]:
+            for c in chunk_choices(shape) if streams or online or not attention else [shape.width]:
+                if online and c >= shape.width:
+                    continue
                 configs += 1
-                fc, picks = bm.costs(c, resident)
+                fc, picks = bm.costs(c, resident, online=online)
                 key = obj.key(fc.cost)
                 low = float(key.min())
                 if not np.isfinite(low) or (best is not None and low > best[0][0]):
@@ -272,7 +289,7 @@ def search_block_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Obje
                 if best is None or k < best[0]:
                     unroll = tuple(tuple(int(x) for x in bm.gm.unroll_options(m)[picks[m][i]])
                                    for m in range(len(group)))
-                    mapping = _mapping(group, int(bm.tiles[i]), c, resident, unroll)
+                    mapping = _mapping(group, int(bm.tiles[i]), c, resident, unroll, online)
                     best = (k, mapping, FusedCost(one, fc.executed_macs[[i]], fc.reuse_bytes[[i]],
                                                   fc.direction[[i]]), len(key))
         seconds = time.perf_counter() - start
@@ -284,10 +301,10 @@ def search_block_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Obje
 
 
 def _mapping(group: FusedGroup, tile: int, c: int, resident: tuple[bool, ...],
-             unroll: tuple[tuple[int, ...], ...]) -> FusedMapping:
+             unroll: tuple[tuple[int, ...], ...], online: bool = False) -> FusedMapping:
     last = group.last
     return FusedMapping(1, tile, 1, last.k_out, Overlap.RECOMPUTE, Direction.ROWS, resident,
-                        (c,) * (len(group) - 1), unroll)
+                        (c,) * (len(group) - 1), unroll, online=online)
 
 
 def check_block_mapping(group: FusedGroup, mapping: FusedMapping) -> None:
@@ -301,4 +318,4 @@ def evaluate_block(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
     """Costs of one block mapping (a batch of one)."""
     check_block_mapping(group, mapping)
     bm = BlockModel(group, arch, np.array([mapping.tile_p]))
-    return bm.costs(mapping.chunk[0], mapping.resident, mapping.unroll)[0]
+    return bm.costs(mapping.chunk[0], mapping.resident, mapping.unroll, mapping.online)[0]

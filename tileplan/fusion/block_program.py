@@ -83,7 +83,15 @@ def generate_block(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
         for n in _parts(0, s.batch, 1):
             for rows in _parts(0, s.rows, mapping.tile_p):
                 out.append(Instr("LOAD_INPUT", 0, n=n, c=(g * s.k1, (g + 1) * s.k1), rows=rows, cols=(0, 1)))
-                if s.kind is BlockKind.ATTENTION:
+                if s.kind is BlockKind.ATTENTION and mapping.online:  # score, normalise, reduce each chunk
+                    for j in _parts(0, s.width, c):
+                        matmul(0, g, n, rows, j)
+                        for m in range(1, last):
+                            out.append(Instr("COMPUTE", m, n=n, k=(g * s.width + j[0], g * s.width + j[1]), rows=rows,
+                                             cols=(0, 1)))
+                        matmul(last, g, n, rows, j)
+                    out.append(Instr("NORMALIZE", last - 1, n=n, k=(g * s.n2, (g + 1) * s.n2), rows=rows, cols=(0, 1)))
+                elif s.kind is BlockKind.ATTENTION:
                     for j in _parts(0, s.width, c):
                         matmul(0, g, n, rows, j)
                     for m in range(1, last):  # the mask add, then the softmax: whole rows of group g
@@ -125,6 +133,9 @@ class _Machine:
         self.acc_have = np.zeros(self.acc.shape, dtype=bool)
         self.result = FusedResult(np.full((last.n, last.k_out, last.p, 1), np.nan))
         self.result.peak_bytes = {mem.name: 0 for mem in prog.arch.memories}
+        shape = (last.n, self.s.groups, self.s.rows)  # online softmax: each row's running max and exp-sum
+        self.run_max, self.run_sum = np.full(shape, -np.inf), np.zeros(shape)
+        self.stat_have = np.zeros(shape, dtype=bool)
 
     def occupancy(self) -> None:
         names = [mem.name for mem in self.p.arch.memories]
@@ -138,6 +149,7 @@ class _Machine:
                 used[names[self.probs[m].memory_of_operand[Operand.WEIGHT]]] += int(have.sum()) * \
                     self.probs[m].precision.weight
         used[names[lastp.memory_of_operand[Operand.OUTPUT]]] += int(self.acc_have.sum()) * lastp.precision.psum
+        used[names[first.memory_of_operand[Operand.INPUT]]] += 2 * int(self.stat_have.sum()) * lastp.precision.psum
         for mem in self.p.arch.memories:
             self.result.peak_bytes[mem.name] = max(self.result.peak_bytes[mem.name], used[mem.name])
             if used[mem.name] > mem.size_bytes:
@@ -177,6 +189,14 @@ class _Machine:
             self.acc[n, k, rows] = 0.0
             self.dram(2, self.result.output.shape, (ins.n, ins.k, ins.rows, (0, 1)),
                       self.probs[-1].precision.output, True)
+        elif ins.op == "NORMALIZE":  # the online softmax's final division by each row's exp-sum
+            g = ins.k[0] // self.s.n2
+            if not self.stat_have[n, g, rows].all():
+                raise FusedProgramError(f"{ins} divides by exp-sums that are not on chip")
+            self.acc[n, slice(*ins.k), rows] /= self.run_sum[n, g, rows][:, None, :]
+            self.result.macs += self.acc[n, slice(*ins.k), rows].size
+            self.stat_have[n, g, rows] = False
+            self.run_max[n, g, rows], self.run_sum[n, g, rows] = -np.inf, 0.0
         elif ins.op == "STEP":
             self.a_have[:] = False
             for mid_have in self.mid_have:
@@ -215,7 +235,19 @@ class _Machine:
             return
         srcs = [names.index(i) for i in layer.inputs]
         xs = [self._read(self.mid_have[i], self.mid[i], (n, k, rows), ins) for i in srcs]
-        if layer.op is OpKind.SOFTMAX:  # the whole rows of one group
+        if layer.op is OpKind.SOFTMAX and self.p.mapping.online:  # one chunk against the running statistics
+            g = ins.k[0] // s.width
+            old = self.run_max[n, g, rows]
+            new = np.maximum(old, xs[0].max(axis=1))
+            y = np.exp(xs[0] - new[:, None, :])
+            scale = np.exp(old - new)
+            self.run_sum[n, g, rows] = self.run_sum[n, g, rows] * scale + y.sum(axis=1)
+            self.run_max[n, g, rows] = new
+            self.stat_have[n, g, rows] = True
+            out_k = slice(g * s.n2, (g + 1) * s.n2)
+            self.acc[n, out_k, rows] *= scale[:, None, :]  # the output so far, at the new max
+            self.result.macs += self.acc[n, out_k, rows].size
+        elif layer.op is OpKind.SOFTMAX:  # the whole rows of one group
             e = np.exp(xs[0] - xs[0].max(axis=1, keepdims=True))
             y = e / e.sum(axis=1, keepdims=True)
         elif layer.op is OpKind.GELU:

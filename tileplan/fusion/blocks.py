@@ -202,6 +202,9 @@ class BlockMappingLike(Protocol):
     @property
     def unroll(self) -> tuple[tuple[int, ...], ...]: ...
 
+    @property
+    def online(self) -> bool: ...
+
 
 def canonical_layers(layers: Sequence[Layer], shape: BlockShape) -> tuple[Layer, ...]:
     """``layers`` with an attention middle in an ONNX import's layout (width channels, heads folded
@@ -235,6 +238,8 @@ def block_mapping_error(layers: Sequence[Layer], shape: BlockShape, mapping: Blo
     mats = set(matmul_layers(shape, n))
     if any(r and m not in mats for m, r in enumerate(mapping.resident)):
         return f"only the matmuls of {name} have a B operand to keep resident"
+    if mapping.online and (shape.kind is not BlockKind.ATTENTION or mapping.chunk[0] >= shape.width):
+        return f"an online softmax needs an attention block whose keys come in chunks ({name})"
     return None
 
 
@@ -245,4 +250,5 @@ def describe_block(layers: Sequence[Layer], shape: BlockShape, mapping: BlockMap
                                                                       for m in mats)
     res = [f"{name} {'resident' if mapping.resident[m] else 'streamed'}" for name, m in zip(names, mats, strict=True)]
     chunk = f", chunks of {mapping.chunk[0]}" if mapping.chunk[0] < shape.width else ""
-    return f"{shape.kind.value}: {mapping.tile_p} rows, {', '.join(res)}{chunk}"
+    online = ", online softmax" if mapping.online else ""
+    return f"{shape.kind.value}: {mapping.tile_p} rows, {', '.join(res)}{chunk}{online}"

@@ -272,6 +272,7 @@ class FusedMapping:
     chunk: tuple[int, ...]
     unroll: tuple[tuple[int, ...], ...]
     chunk_outer: bool = False
+    online: bool = False  # attention blocks only: the online (FlashAttention) softmax (``fusion.block_cost``)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "overlap", Overlap(self.overlap))
@@ -288,6 +289,8 @@ class FusedMapping:
             if why:
                 raise MappingError(why)
             return
+        if self.online:
+            raise MappingError(f"an online softmax needs an attention block, not {group.name}")
         n = len(group)
         last = group.last
         if len(self.resident) != n or len(self.unroll) != n or len(self.chunk) != n - 1:
@@ -321,7 +324,8 @@ class FusedMapping:
     def to_dict(self) -> dict[str, Any]:
         return {"tile_n": self.tile_n, "tile_p": self.tile_p, "tile_q": self.tile_q, "tile_k": self.tile_k,
                 "overlap": self.overlap.value, "direction": self.direction.value, "resident": list(self.resident),
-                "chunk": list(self.chunk), "unroll": [list(u) for u in self.unroll], "chunk_outer": self.chunk_outer}
+                "chunk": list(self.chunk), "unroll": [list(u) for u in self.unroll], "chunk_outer": self.chunk_outer,
+                **({"online": True} if self.online else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FusedMapping:
@@ -329,7 +333,8 @@ class FusedMapping:
             return cls(int(data["tile_n"]), int(data["tile_p"]), int(data["tile_q"]), int(data["tile_k"]),
                        Overlap(data["overlap"]), Direction(data["direction"]),
                        tuple(bool(x) for x in data["resident"]), tuple(int(x) for x in data["chunk"]),
-                       tuple(tuple(int(v) for v in u) for u in data["unroll"]), bool(data.get("chunk_outer", False)))
+                       tuple(tuple(int(v) for v in u) for u in data["unroll"]), bool(data.get("chunk_outer", False)),
+                       bool(data.get("online", False)))
         except (KeyError, TypeError, ValueError) as err:
             raise MappingError(f"malformed fused mapping: {err}") from None
 
@@ -351,4 +356,4 @@ class FusedMapping:
         chunks = ",".join(str(c) for c in self.chunk)
         return (f"tile N{self.tile_n} P{self.tile_p} Q{self.tile_q} K{self.tile_k}, {self.overlap.value}, "
                 f"{self.direction.value}, weights {res}" + (f", chunks {chunks}" if chunks else "")
-                + (", chunk-outer" if self.chunk_outer else ""))
+                + (", chunk-outer" if self.chunk_outer else "") + (", online softmax" if self.online else ""))
