@@ -256,12 +256,13 @@ class BlockResult:
     seconds: float
 
 
-def search_block_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Objective | str
-                       ) -> list[BlockResult | None]:
+def search_block_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Objective | str,
+                       onlines: tuple[bool, ...] = (False, True)) -> list[BlockResult | None]:
     """The best block mapping on each of ``archs`` (``None`` where nothing fits): every row tile,
     middle chunk and residency. The chunk changes nothing when every B is resident (only the whole
     width is tried then). Choices are visited in a fixed order and a later one wins only when strictly
-    better (objective, then the per-layer search's tie keys)."""
+    better (objective, then the per-layer search's tie keys). ``onlines``: whether an attention block
+    may use the row-wise softmax (False) and / or the online one (True)."""
     start = time.perf_counter()
     obj = Objective(objective)
     shape = _shape(group)
@@ -271,7 +272,7 @@ def search_block_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Obje
         best: tuple[tuple[float, ...], FusedMapping, FusedCost, int] | None = None
         configs = 0
         attention = shape.kind is BlockKind.ATTENTION
-        for resident, online in product(residency_choices(group), (False, True) if attention else (False,)):
+        for resident, online in product(residency_choices(group), onlines if attention else (False,)):
             streams = any(not resident[m] for m in bm.matmul_layers())
             for c in chunk_choices(shape) if streams or online or not attention else [shape.width]:
                 if online and c >= shape.width:
