@@ -107,9 +107,11 @@ class BlockModel:
 
     # ------------------------------------------------------------------ sizes
     def ntiles(self) -> np.ndarray:
+        """(n,) row tiles per (n, g) slab."""
         return -(-self.shape.rows // self.tiles)
 
-    def text(self) -> np.ndarray:
+    def rows_held(self) -> np.ndarray:
+        """(n,) rows of the largest row tile (the tile, or all rows when it is larger)."""
         return np.minimum(self.tiles, self.shape.rows)
 
     def _row_runs(self, channels: int, elem: int) -> np.ndarray:
@@ -135,6 +137,7 @@ class BlockModel:
         return float(sum(cnt * s.n2 * _cb(e * b, burst) for e, cnt in parts(s.width, c)))
 
     def matmul_layers(self) -> list[int]:
+        """Indices of the block's matmuls (their B: K, V or weights)."""
         return [*self.shape.firsts, len(self.layers) - 1]
 
     # ------------------------------------------------------------------ costs
@@ -159,12 +162,12 @@ class BlockModel:
         mems = len(arch.memories)
         held, dbl = np.zeros((n, mems)), np.zeros((n, mems))
         mem_in, mem_out = self.probs[0].memory_of_operand[_IN], self.probs[-1].memory_of_operand[_OUT]
-        dbl[:, mem_in] += self.text() * s.k1 * p0.input
-        dbl[:, mem_out] += self.text() * s.n2 * plast.psum
+        dbl[:, mem_in] += self.rows_held() * s.k1 * p0.input
+        dbl[:, mem_out] += self.rows_held() * s.n2 * plast.psum
         middle = s.width if s.kind is BlockKind.ATTENTION and not online else len(s.firsts) * ce
-        held[:, mem_in] += self.text() * middle * b_mid
+        held[:, mem_in] += self.rows_held() * middle * b_mid
         if online:  # each row's running max and exp-sum
-            held[:, mem_in] += 2 * self.text() * plast.psum
+            held[:, mem_in] += 2 * self.rows_held() * plast.psum
         acc, noc = np.zeros((n, 3)), np.zeros(n)
         for m in self.matmul_layers():
             elems, b = self.b_bytes(m)
@@ -263,13 +266,13 @@ def search_block_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Obje
     width is tried then). Choices are visited in a fixed order and a later one wins only when strictly
     better (objective, then the per-layer search's tie keys). ``onlines``: whether an attention block
     may use the row-wise softmax (False) and / or the online one (True)."""
-    start = time.perf_counter()
     obj = Objective(objective)
     shape = _shape(group)
     out: list[BlockResult | None] = []
     for arch in archs:
+        start = time.perf_counter()
         bm = block_model(group, arch)
-        best: tuple[tuple[float, ...], FusedMapping, FusedCost, int] | None = None
+        best: tuple[tuple[float, ...], FusedMapping, FusedCost] | None = None
         configs = 0
         attention = shape.kind is BlockKind.ATTENTION
         for resident, online in product(residency_choices(group), onlines if attention else (False,)):
@@ -291,8 +294,7 @@ def search_block_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Obje
                     unroll = tuple(tuple(int(x) for x in bm.gm.unroll_options(m)[picks[m][i]])
                                    for m in range(len(group)))
                     mapping = _mapping(group, int(bm.tiles[i]), c, resident, unroll, online)
-                    best = (k, mapping, FusedCost(one, fc.executed_macs[[i]], fc.reuse_bytes[[i]],
-                                                  fc.direction[[i]]), len(key))
+                    best = (k, mapping, FusedCost(one, fc.executed_macs[[i]], fc.reuse_bytes[[i]], fc.direction[[i]]))
         seconds = time.perf_counter() - start
         if best is None:
             out.append(None)
