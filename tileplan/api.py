@@ -518,7 +518,7 @@ def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Se
     a = load_arch(arch)
     net = load_network(network, batch=batch, seq=seq, kv=kv).with_precision(_precision(a, precision_bytes))
     group = FusedGroup.of(net, names)
-    if strategy == "hwff" and group.block is not None:
+    if strategy == "hwff" and group.transformer is not None:
         raise TileplanError(f"{group.name} is an attention or MLP block: HW-Flow-Fusion's partitions fuse windowed "
                             f"chains; search it with --strategy exhaustive")
     result = (search_hwff if strategy == "hwff" else search_group)(group, a, Objective(objective))

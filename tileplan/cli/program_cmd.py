@@ -72,7 +72,7 @@ def emit(
         api.check_options(strategy=strategy, objective=objective)
         check_distinct([("--output", output)], [("the model file", model), ("the accelerator file", arch)])
         if group is not None:
-            from tileplan.fusion.block_program import generate_group
+            from tileplan.fusion.transformer_program import generate_group
             from tileplan.report.files import write_text_atomic
 
             if target not in ("ir", "c"):
@@ -209,7 +209,7 @@ def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, str
     from rich.table import Table
 
     from tileplan import api
-    from tileplan.fusion.block_program import verify_group
+    from tileplan.fusion.transformer_program import verify_group
 
     a = api.load_arch(arch, sets or ())
     with _progress() as bar:
@@ -230,7 +230,7 @@ def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, str
     out.print(table)
     peaks = ", ".join(f"{name} {b:,} B (model {v.footprint_bytes[name]:,} B)" for name, b in v.peak_bytes.items())
     out.print(f"{v.instructions:,} instructions; on-chip peak {peaks}; output "
-              + (("within 1e-9 of the block computed in numpy" if fused.block is not None else
+              + (("within 1e-9 of the block computed in numpy" if fused.transformer is not None else
                   "bit-exact against the layers run one by one") if v.bit_exact else "[red]DIFFERS[/]")
               + ("; counted traffic and MACs equal the model" if v.ok else "; [red]FAIL[/]")
               + ("" if v.within_footprint else " (the program held more on chip than the model's footprint)"))

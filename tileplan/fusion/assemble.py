@@ -369,8 +369,9 @@ def _finish(gm: GroupModel, read: np.ndarray, write: np.ndarray, bursts: np.ndar
 
 def evaluate_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedCost:
     """Costs of one fused mapping of ``group`` on ``arch`` (a batch of one)."""
-    if group.block is not None:
-        raise MappingError(f"{group.name} is an attention or MLP block: fusion.block_cost.evaluate_block costs it")
+    if group.transformer is not None:
+        raise MappingError(f"{group.name} is an attention or MLP block: fusion.transformer_cost.evaluate_transformer "
+                           f"costs it")
     mapping.check(group)
     gm = GroupModel(group, arch, np.array([mapping.tile_p]), np.array([mapping.tile_q]))
     cost, _ = assemble(gm, tile_n=mapping.tile_n, tile_k=mapping.tile_k, overlap=mapping.overlap,

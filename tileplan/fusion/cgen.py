@@ -31,8 +31,8 @@ _OPS = ["LOAD_INPUT", "LOAD_SIDE", "LOAD_WEIGHT", "COMPUTE", "STORE", "DROP", "F
 def emit_fused_c(prog: FusedProgram) -> str:
     """The C99 source running ``prog`` (see the module); compiles with ``cc -std=c99 -Wall -Wextra``."""
     group, layers = prog.group, prog.layers
-    if group.block is not None:
-        raise TileplanError(f"{group.name} is a fused {group.block.kind.value} block: its program runs as text "
+    if group.transformer is not None:
+        raise TileplanError(f"{group.name} is a fused {group.transformer.kind.value} block: its program runs as text "
                             f"(--target ir) and in `verify --group`, not as C99 yet")
     rows = []
     for m, layer in enumerate(layers):

@@ -42,7 +42,12 @@ from typing import Any
 
 from tileplan.dims import NDIMS, Dim
 from tileplan.errors import MappingError, WorkloadError
-from tileplan.fusion.blocks import BlockShape, block_mapping_error, block_shape, describe_block
+from tileplan.fusion.transformer import (
+    TransformerShape,
+    describe_transformer,
+    transformer_mapping_error,
+    transformer_shape,
+)
 from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.network import Network
 
@@ -122,7 +127,7 @@ def chain_error(layers: Sequence[Layer], network: Network | None = None, *, merg
     """
     if len(layers) < 1:
         return "a group needs at least one layer"
-    if block_shape(layers, network) is not None:  # an attention or MLP block (``fusion.blocks``)
+    if transformer_shape(layers, network) is not None:  # an attention or MLP block (``fusion.transformer``)
         return None
     for m, layer in enumerate(layers):
         if layer.op in MERGING and merges:
@@ -160,7 +165,7 @@ class FusedGroup:
         why = chain_error(self.layers, merges=True)
         if why:
             raise WorkloadError(f"cannot fuse {self.name}: {why}")
-        if self.block is not None:  # no DRAM side inputs: K, V and weights are the B operands
+        if self.transformer is not None:  # no DRAM side inputs: K, V and weights are the B operands
             object.__setattr__(self, "sides", ((),) * len(self.layers))
             return
         if not self.sides:
@@ -199,9 +204,9 @@ class FusedGroup:
         return "+".join(layer.name for layer in self.layers)
 
     @property
-    def block(self) -> BlockShape | None:
-        """The attention or MLP block this group is (``fusion.blocks``), else ``None``."""
-        return block_shape(self.layers)
+    def transformer(self) -> TransformerShape | None:
+        """The attention or MLP block this group is (``fusion.transformer``), else ``None``."""
+        return transformer_shape(self.layers)
 
     def __len__(self) -> int:
         return len(self.layers)
@@ -272,7 +277,7 @@ class FusedMapping:
     chunk: tuple[int, ...]
     unroll: tuple[tuple[int, ...], ...]
     chunk_outer: bool = False
-    online: bool = False  # attention blocks only: the online (FlashAttention) softmax (``fusion.block_cost``)
+    online: bool = False  # attention blocks only: the online (FlashAttention) softmax (``fusion.transformer_cost``)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "overlap", Overlap(self.overlap))
@@ -284,8 +289,8 @@ class FusedMapping:
 
     def check(self, group: FusedGroup) -> None:
         """Raise ``MappingError`` if this mapping does not fit ``group``'s shapes."""
-        if group.block is not None:  # an attention or MLP block's mapping (``fusion.block_cost``)
-            why = block_mapping_error(group.layers, group.block, self)
+        if group.transformer is not None:  # an attention or MLP block's mapping (``fusion.transformer_cost``)
+            why = transformer_mapping_error(group.layers, group.transformer, self)
             if why:
                 raise MappingError(why)
             return
@@ -340,8 +345,8 @@ class FusedMapping:
 
     def describe(self, group: FusedGroup) -> str:
         """Like ``str`` but naming only the maps that are really chunked and omitting a full tile_k."""
-        if group.block is not None:
-            return describe_block(group.layers, group.block, self)
+        if group.transformer is not None:
+            return describe_transformer(group.layers, group.transformer, self)
         res = "".join("R" if r else "S" for r, x in zip(self.resident, group.layers, strict=True))
         chunks = [f"{group.layers[m].name}/{c}" for m, c in enumerate(self.chunk) if c < group.layers[m].k_out]
         tk = f" K{self.tile_k}" if self.tile_k < group.last.k_out else ""

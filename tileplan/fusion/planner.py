@@ -23,10 +23,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tileplan.arch.spec import Arch
-from tileplan.fusion.blocks import block_spans
 from tileplan.fusion.group import FusedGroup, chain_error
 from tileplan.fusion.plan import FusionPlan, GroupPlan, sum_costs
 from tileplan.fusion.search import GroupResult, search_group_sizes
+from tileplan.fusion.transformer import transformer_spans
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, NetworkPlan
 from tileplan.search.objective import Objective
@@ -109,9 +109,9 @@ def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: O
                 owner[key] = group.name
                 groups[key] = group
                 todo.append(key)
-    # Attention and MLP blocks (``fusion.blocks``): one candidate each, whatever ``max_group``, with
+    # Attention and MLP blocks (``fusion.transformer``): one candidate each, whatever ``max_group``, with
     # the general search (the papers' restricted searches fuse windowed chains only).
-    blocks = block_spans(network) if merge else []
+    blocks = transformer_spans(network) if merge else []
     for start, end in blocks:
         group = FusedGroup.of(network, [x.name for x in layers[start:end]])
         key = group.signature()

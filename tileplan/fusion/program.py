@@ -90,9 +90,9 @@ def generate_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
     its new part), streamed weights, every layer's region (window or new part) in channel chunks,
     the last layer's output in K chunks. With reuse buffers, what a later step of the batch tile
     reads is marked (KEEP) before the step's work, so a consumed chunk's DROP spares it."""
-    if group.block is not None:
-        raise FusedProgramError(f"{group.name} is an attention or MLP block: fusion.block_program.generate_block "
-                                f"writes its program")
+    if group.transformer is not None:
+        raise FusedProgramError(f"{group.name} is an attention or MLP block: "
+                                f"fusion.transformer_program.generate_transformer writes its program")
     mapping.check(group)
     gm = GroupModel(group, arch, np.array([mapping.tile_p]), np.array([mapping.tile_q]))
     layers = tuple(gm.layers)

@@ -22,10 +22,10 @@ import numpy as np
 from tileplan.arch.spec import Arch
 from tileplan.cost.batch import CostBatch
 from tileplan.fusion.assemble import Choice, assemble, footprint, weight_footprint
-from tileplan.fusion.block_cost import search_block_sizes
 from tileplan.fusion.bounds import SLACK, candidate_bound, config_bound
 from tileplan.fusion.cost import FusedCost, GroupModel, Selection, shared_model
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
+from tileplan.fusion.transformer_cost import search_transformer_sizes
 from tileplan.search.memo import capacity_free_key
 from tileplan.search.objective import Objective, best_index
 
@@ -144,10 +144,10 @@ def search_group_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Obje
     Sizes whose capacities are not all below one of them (several memories growing differently),
     and ``prune=False``, are searched one by one. ``gm`` (restricted tile sizes, resource shares)
     is the model of ``archs[0]`` and only allowed with one accelerator."""
-    if group.block is not None:  # an attention or MLP block: its own nest (``fusion.block_cost``)
+    if group.transformer is not None:  # an attention or MLP block: its own nest (``fusion.transformer_cost``)
         return [None if r is None else GroupResult(group, r.mapping, r.cost.cost, int(r.cost.executed_macs[0]), 0,
                                                    r.evaluated, float(r.evaluated), r.seconds, r.evaluated, r.configs)
-                for r in search_block_sizes(group, archs, objective)]
+                for r in search_transformer_sizes(group, archs, objective)]
     start = time.perf_counter()
     obj = Objective(objective)
     if not archs:

@@ -13,7 +13,7 @@ tiles of rows (query rows, tokens):
   one or two weight matmuls reading the block's input produce the ``W = ff`` middle columns,
   element-wise layers combine them, the down projection reduces over them.
 
-:class:`BlockShape` gives the sizes the block model and program use: ``groups`` G, ``batch`` N,
+:class:`TransformerShape` gives the sizes the block model and program use: ``groups`` G, ``batch`` N,
 ``rows`` M per (n, g), ``k1`` the first matmuls' reduction (d_head, d), ``width`` W and ``n2`` the
 last matmul's outputs per group.
 """
@@ -34,20 +34,20 @@ if TYPE_CHECKING:
 #: Element-wise kinds allowed between an MLP's projections.
 MLP_ELEMENTWISE = frozenset({OpKind.GELU, OpKind.SILU, OpKind.MUL})
 #: Layer counts of the recognised blocks (attention: 3, or 4 with a mask add; MLP: 3, or 5 with a gate).
-BLOCK_LENGTHS = (3, 4, 5)
+TRANSFORMER_LENGTHS = (3, 4, 5)
 
 
-class BlockKind(StrEnum):
+class TransformerKind(StrEnum):
     ATTENTION = "attention"
     MLP = "mlp"
 
 
 @dataclass(frozen=True)
-class BlockShape:
+class TransformerShape:
     """Sizes of a block (see the module docstring); ``firsts`` the layer indices of the matmuls
     producing the middle columns, ``last`` the reducing matmul's index (always the last layer)."""
 
-    kind: BlockKind
+    kind: TransformerKind
     groups: int
     batch: int
     rows: int
@@ -67,7 +67,7 @@ def _is_matmul(layer: Layer, activation_b: bool) -> bool:
     return layer.op is OpKind.MATMUL and layer.b_activation == activation_b and layer.q == 1 and layer.w == 1
 
 
-def block_shape(layers: Sequence[Layer], network: Network | None = None) -> BlockShape | None:
+def transformer_shape(layers: Sequence[Layer], network: Network | None = None) -> TransformerShape | None:
     """The block ``layers`` form (``None``: neither an attention nor an MLP block). With ``network``
     the edges are checked too: every layer reads what the block says, and no tensor inside the block
     is read by a layer outside it (it never reaches DRAM)."""
@@ -82,18 +82,18 @@ def block_shape(layers: Sequence[Layer], network: Network | None = None) -> Bloc
             return None
     for m, layer in enumerate(layers):
         if m in shape.firsts:
-            if shape.kind is BlockKind.MLP and (len(layer.inputs) != 1 or layer.inputs[0] in inside):
+            if shape.kind is TransformerKind.MLP and (len(layer.inputs) != 1 or layer.inputs[0] in inside):
                 return None
-            if shape.kind is BlockKind.ATTENTION and any(i in inside for i in layer.inputs):
+            if shape.kind is TransformerKind.ATTENTION and any(i in inside for i in layer.inputs):
                 return None
-        elif shape.kind is BlockKind.ATTENTION and layer.op is OpKind.MATMUL:
+        elif shape.kind is TransformerKind.ATTENTION and layer.op is OpKind.MATMUL:
             if not layer.inputs or layer.inputs[0] != names[m - 1] or any(i in inside for i in layer.inputs[1:]):
                 return None
         elif any(i not in inside for i in layer.inputs) or len(layer.inputs) != layer.input_count:
             return None
-    if shape.kind is BlockKind.MLP and len({layers[m].inputs for m in shape.firsts}) != 1:
+    if shape.kind is TransformerKind.MLP and len({layers[m].inputs for m in shape.firsts}) != 1:
         return None
-    if shape.kind is BlockKind.MLP and not _mlp_dataflow(layers, shape):
+    if shape.kind is TransformerKind.MLP and not _mlp_dataflow(layers, shape):
         return None
     return shape
 
@@ -107,7 +107,7 @@ def _scores_like(x: Layer, g: int, width: int, rows: int, n: int, rowwise: bool 
     return (zoo or onnx) and x.n == n and x.w == 1 and x.input_count == 1
 
 
-def _attention(layers: Sequence[Layer]) -> BlockShape | None:
+def _attention(layers: Sequence[Layer]) -> TransformerShape | None:
     if len(layers) not in (3, 4):
         return None
     qk, sm, pv = layers[0], layers[-2], layers[-1]
@@ -122,12 +122,12 @@ def _attention(layers: Sequence[Layer]) -> BlockShape | None:
                                  and mask.h == sm.h and _scores_like(mask, g, width, qk.p, qk.n, rowwise=False)
                                  and mask.elements(Operand.WEIGHT) in (width, mask.k_out)):
         return None
-    return BlockShape(BlockKind.ATTENTION, g, qk.n, qk.p, qk.dims[Dim.C], width, pv.dims[Dim.K], (0,),
+    return TransformerShape(TransformerKind.ATTENTION, g, qk.n, qk.p, qk.dims[Dim.C], width, pv.dims[Dim.K], (0,),
                       None if mask is None else 1)
 
 
-def _mlp(layers: Sequence[Layer]) -> BlockShape | None:
-    if len(layers) not in BLOCK_LENGTHS:
+def _mlp(layers: Sequence[Layer]) -> TransformerShape | None:
+    if len(layers) not in TRANSFORMER_LENGTHS:
         return None
     last = layers[-1]
     firsts = tuple(m for m, x in enumerate(layers[:-1]) if x.op is OpKind.MATMUL)
@@ -146,10 +146,10 @@ def _mlp(layers: Sequence[Layer]) -> BlockShape | None:
     kinds = sorted(layers[m].op.value for m in range(len(layers) - 1) if m not in firsts)
     if kinds not in (["gelu"], ["silu"], ["mul", "silu"]) or (kinds == ["mul", "silu"]) != (len(firsts) == 2):
         return None
-    return BlockShape(BlockKind.MLP, 1, last.n, last.h, up.c_in, width, last.k_out, firsts)
+    return TransformerShape(TransformerKind.MLP, 1, last.n, last.h, up.c_in, width, last.k_out, firsts)
 
 
-def _mlp_dataflow(layers: Sequence[Layer], shape: BlockShape) -> bool:
+def _mlp_dataflow(layers: Sequence[Layer], shape: TransformerShape) -> bool:
     """With the network's edges: the activation reads a first matmul, a mul the activation and the
     other first matmul, the last matmul the final element-wise layer (so the programs' order is
     the computation's)."""
@@ -166,20 +166,20 @@ def _mlp_dataflow(layers: Sequence[Layer], shape: BlockShape) -> bool:
     return layers[-1].inputs == (names[rest[-1]],)
 
 
-def block_spans(network: Network) -> list[tuple[int, int]]:
+def transformer_spans(network: Network) -> list[tuple[int, int]]:
     """(start, end) of every attention or MLP block of consecutive layers in ``network``."""
     layers = network.layers
     out = []
     for start in range(len(layers)):
-        for length in BLOCK_LENGTHS:
+        for length in TRANSFORMER_LENGTHS:
             end = start + length
-            if end <= len(layers) and block_shape(layers[start:end], network) is not None:
+            if end <= len(layers) and transformer_shape(layers[start:end], network) is not None:
                 out.append((start, end))
     return out
 
 
-class BlockMappingLike(Protocol):
-    """The fields of a ``FusedMapping`` a block mapping uses (see ``fusion.block_cost``)."""
+class TransformerMappingLike(Protocol):
+    """The fields of a ``FusedMapping`` a block mapping uses (see ``fusion.transformer_cost``)."""
 
     @property
     def tile_n(self) -> int: ...
@@ -206,23 +206,24 @@ class BlockMappingLike(Protocol):
     def online(self) -> bool: ...
 
 
-def canonical_layers(layers: Sequence[Layer], shape: BlockShape) -> tuple[Layer, ...]:
+def canonical_layers(layers: Sequence[Layer], shape: TransformerShape) -> tuple[Layer, ...]:
     """``layers`` with an attention middle in an ONNX import's layout (width channels, heads folded
     into the rows) re-shaped to the zoo's (groups x width channels, rows): the same elements and
     operations, on the rows the block tiles (what the block's compute and executor use)."""
     g, width = shape.groups, shape.width
     return tuple(replace(x, c_in=g * width, k_out=g * width, groups=g * width, h=shape.rows,
                          row_channels=width if x.op is OpKind.SOFTMAX else x.row_channels)
-                 if shape.kind is BlockKind.ATTENTION and 0 < m < len(layers) - 1 and x.k_out == width and g > 1
+                 if shape.kind is TransformerKind.ATTENTION and 0 < m < len(layers) - 1 and x.k_out == width and g > 1
                  else x for m, x in enumerate(layers))
 
 
-def matmul_layers(shape: BlockShape, count: int) -> list[int]:
+def matmul_layers(shape: TransformerShape, count: int) -> list[int]:
     """Indices of a ``count``-layer block's matmuls (the B operands: K, V or weights)."""
     return [*shape.firsts, count - 1]
 
 
-def block_mapping_error(layers: Sequence[Layer], shape: BlockShape, mapping: BlockMappingLike) -> str | None:
+def transformer_mapping_error(layers: Sequence[Layer], shape: TransformerShape, mapping: TransformerMappingLike
+                              ) -> str | None:
     """Why ``mapping`` is not a block mapping of ``layers`` (``None`` if it is): ``tile_p`` rows,
     one middle chunk repeated for every middle map, resident flags on matmuls only."""
     n = len(layers)
@@ -238,15 +239,15 @@ def block_mapping_error(layers: Sequence[Layer], shape: BlockShape, mapping: Blo
     mats = set(matmul_layers(shape, n))
     if any(r and m not in mats for m, r in enumerate(mapping.resident)):
         return f"only the matmuls of {name} have a B operand to keep resident"
-    if mapping.online and (shape.kind is not BlockKind.ATTENTION or mapping.chunk[0] >= shape.width):
+    if mapping.online and (shape.kind is not TransformerKind.ATTENTION or mapping.chunk[0] >= shape.width):
         return f"an online softmax needs an attention block whose keys come in chunks ({name})"
     return None
 
 
-def describe_block(layers: Sequence[Layer], shape: BlockShape, mapping: BlockMappingLike) -> str:
+def describe_transformer(layers: Sequence[Layer], shape: TransformerShape, mapping: TransformerMappingLike) -> str:
     """E.g. ``attention: 64 rows, K resident, V streamed, chunks of 128``."""
     mats = matmul_layers(shape, len(layers))
-    names = ("K", "V") if shape.kind is BlockKind.ATTENTION else tuple(layers[m].name.rsplit(".", 1)[-1]
+    names = ("K", "V") if shape.kind is TransformerKind.ATTENTION else tuple(layers[m].name.rsplit(".", 1)[-1]
                                                                       for m in mats)
     res = [f"{name} {'resident' if mapping.resident[m] else 'streamed'}" for name, m in zip(names, mats, strict=True)]
     chunk = f", chunks of {mapping.chunk[0]}" if mapping.chunk[0] < shape.width else ""

@@ -1,4 +1,4 @@
-"""Programs of fused attention and MLP blocks: the nest of ``fusion.block_cost`` spelled out as
+"""Programs of fused attention and MLP blocks: the nest of ``fusion.transformer_cost`` spelled out as
 ``fusion.program`` instructions, and an executor that runs them in float64 with the middle tensor
 (scores and probabilities, the MLP's hidden activations) held only on chip.
 
@@ -13,7 +13,7 @@ once computed, what it read is dropped.
 The executor computes each instruction from on-chip data only (a missing element is an error),
 counts each DRAM transfer's bytes and bursts from the box's addresses in the (N, C, H, W) row-major
 tensor (``fusion.program._box_cost``) and checks every on-chip memory's occupancy against its size.
-:func:`verify_block` compares it with the model and with the block computed on whole tensors
+:func:`verify_transformer` compares it with the model and with the block computed on whole tensors
 (plain numpy: ``softmax(Q K^T) V`` per group, ``act(X W_up^T) [* X W_gate^T] W_down^T``).
 """
 
@@ -26,8 +26,6 @@ import numpy as np
 from tileplan.arch.spec import Arch
 from tileplan.cost.problem import Problem
 from tileplan.dims import Dim, Operand
-from tileplan.fusion.block_cost import check_block_mapping, evaluate_block
-from tileplan.fusion.blocks import BlockKind, BlockShape, canonical_layers
 from tileplan.fusion.group import FusedGroup, FusedMapping
 from tileplan.fusion.program import (
     FusedProgram,
@@ -38,21 +36,23 @@ from tileplan.fusion.program import (
     _parts,
     generate_fused,
 )
+from tileplan.fusion.transformer import TransformerKind, TransformerShape, canonical_layers
+from tileplan.fusion.transformer_cost import check_transformer_mapping, evaluate_transformer
 from tileplan.fusion.verify import FusedVerify, verify_fused
 from tileplan.workload.layer import OpKind
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
-def _shape(group: FusedGroup) -> BlockShape:
-    shape = group.block
+def _shape(group: FusedGroup) -> TransformerShape:
+    shape = group.transformer
     assert shape is not None, group.name
     return shape
 
 
-def generate_block(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedProgram:
-    """The instructions of a block mapping (the nest of ``fusion.block_cost``)."""
-    check_block_mapping(group, mapping)
+def generate_transformer(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedProgram:
+    """The instructions of a block mapping (the nest of ``fusion.transformer_cost``)."""
+    check_transformer_mapping(group, mapping)
     s = _shape(group)
     layers = tuple(Problem(x, arch).layer for x in canonical_layers(group.layers, s))
     last = len(layers) - 1
@@ -83,7 +83,7 @@ def generate_block(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
         for n in _parts(0, s.batch, 1):
             for rows in _parts(0, s.rows, mapping.tile_p):
                 out.append(Instr("LOAD_INPUT", 0, n=n, c=(g * s.k1, (g + 1) * s.k1), rows=rows, cols=(0, 1)))
-                if s.kind is BlockKind.ATTENTION and mapping.online:  # score, normalise, reduce each chunk
+                if s.kind is TransformerKind.ATTENTION and mapping.online:  # score, normalise, reduce each chunk
                     for j in _parts(0, s.width, c):
                         matmul(0, g, n, rows, j)
                         for m in range(1, last):
@@ -91,7 +91,7 @@ def generate_block(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
                                              cols=(0, 1)))
                         matmul(last, g, n, rows, j)
                     out.append(Instr("NORMALIZE", last - 1, n=n, k=(g * s.n2, (g + 1) * s.n2), rows=rows, cols=(0, 1)))
-                elif s.kind is BlockKind.ATTENTION:
+                elif s.kind is TransformerKind.ATTENTION:
                     for j in _parts(0, s.width, c):
                         matmul(0, g, n, rows, j)
                     for m in range(1, last):  # the mask add, then the softmax: whole rows of group g
@@ -268,7 +268,7 @@ class _Machine:
         self.result.macs += y.size * layer.ops_per_point
 
 
-def execute_block(prog: FusedProgram, x: np.ndarray, weights: list[np.ndarray | None]) -> FusedResult:
+def execute_transformer(prog: FusedProgram, x: np.ndarray, weights: list[np.ndarray | None]) -> FusedResult:
     """Run a block program on A ``x`` (N, C, H, 1) and per layer its B ((G*K, C, 1, 1) or ``None``)."""
     machine = _Machine(prog, x, weights)
     for ins in prog.instructions:
@@ -276,7 +276,8 @@ def execute_block(prog: FusedProgram, x: np.ndarray, weights: list[np.ndarray | 
     return machine.result
 
 
-def block_reference(shape: BlockShape, layers: list[OpKind], x: np.ndarray, weights: list[np.ndarray | None],
+def transformer_reference(shape: TransformerShape, layers: list[OpKind], x: np.ndarray,
+                          weights: list[np.ndarray | None],
                     mask: np.ndarray | None = None) -> np.ndarray:
     """The block on whole tensors, in plain numpy (N, G*n2, M, 1): per group
     ``softmax(Q K^T [+ mask]) V``; or ``down(act(X up^T) [* X gate^T])`` with the ops in ``layers``
@@ -290,7 +291,7 @@ def block_reference(shape: BlockShape, layers: list[OpKind], x: np.ndarray, weig
             down = mats[-1]
             assert down is not None
             v = down[g * s.n2:(g + 1) * s.n2]  # n2 x width
-            if s.kind is BlockKind.ATTENTION:
+            if s.kind is TransformerKind.ATTENTION:
                 k = mats[0]
                 assert k is not None
                 scores = a @ k[g * s.width:(g + 1) * s.width].T
@@ -312,29 +313,29 @@ def block_reference(shape: BlockShape, layers: list[OpKind], x: np.ndarray, weig
     return out
 
 
-def verify_block(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: int = 0) -> FusedVerify:
+def verify_transformer(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: int = 0) -> FusedVerify:
     """Model, executed program and whole-tensor numpy on random normal data (output within a relative
     1e-9; bytes, bursts and MACs exactly)."""
     s = _shape(group)
     rng = np.random.default_rng(seed)
-    cost = evaluate_block(group, arch, mapping)
-    prog = generate_block(group, arch, mapping)
+    cost = evaluate_transformer(group, arch, mapping)
+    prog = generate_transformer(group, arch, mapping)
     first = prog.layers[0]
     x = rng.standard_normal((first.n, first.c_in, first.h, 1))
     weights: list[np.ndarray | None] = [
         rng.standard_normal((x_.k_out, x_.dims[Dim.C], 1, 1)) if x_.op is OpKind.MATMUL else None for x_ in prog.layers]
     if s.mask is not None:
         weights[s.mask] = rng.standard_normal((group.layers[s.mask].elements(Operand.WEIGHT), 1, 1, 1))
-    res = execute_block(prog, x, weights)
+    res = execute_transformer(prog, x, weights)
     ups = [weights[m] for m in s.firsts]
-    if s.kind is BlockKind.MLP and len(ups) == 2:  # the activation's input first (the gate)
+    if s.kind is TransformerKind.MLP and len(ups) == 2:  # the activation's input first (the gate)
         names = [x_.name for x_ in prog.layers]
         act = next(x_ for x_ in prog.layers if x_.op in (OpKind.GELU, OpKind.SILU))
         gate = names.index(act.inputs[0])
         other = next(m for m in s.firsts if m != gate)
         ups = [weights[gate], weights[other]]
     mask = None if s.mask is None else weights[s.mask]
-    ref = block_reference(s, [x_.op for x_ in prog.layers], x, [*ups, weights[-1]],
+    ref = transformer_reference(s, [x_.op for x_ in prog.layers], x, [*ups, weights[-1]],
                           None if mask is None else mask[:, 0, 0, 0])
     c = cost.cost
     close = bool(np.allclose(res.output, ref, rtol=1e-9, atol=1e-12))
@@ -348,13 +349,15 @@ def verify_block(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: 
 
 
 def generate_group(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedProgram:
-    """The program of any fused group: a block's (:func:`generate_block`) or a chain's
+    """The program of any fused group: a block's (:func:`generate_transformer`) or a chain's
     (``fusion.program.generate_fused``)."""
-    return generate_block(group, arch, mapping) if group.block is not None else generate_fused(group, arch, mapping)
+    if group.transformer is not None:
+        return generate_transformer(group, arch, mapping)
+    return generate_fused(group, arch, mapping)
 
 
 def verify_group(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: int = 0) -> FusedVerify:
-    """Verify any fused group: a block (:func:`verify_block`) or a chain (``fusion.verify.verify_fused``)."""
-    if group.block is not None:
-        return verify_block(group, arch, mapping, seed=seed)
+    """Verify any fused group: a block (:func:`verify_transformer`) or a chain (``fusion.verify.verify_fused``)."""
+    if group.transformer is not None:
+        return verify_transformer(group, arch, mapping, seed=seed)
     return verify_fused(group, arch, mapping, seed=seed)

@@ -1,4 +1,4 @@
-"""Costs and search of fused attention and MLP blocks (``fusion.blocks``), in the one model's terms.
+"""Costs and search of fused attention and MLP blocks (``fusion.transformer``), in the one model's terms.
 
 The fused nest (FLAT / FlashAttention-like, with a *row-wise* softmax: a row tile holds whole rows
 of scores; no online rescaling)::
@@ -45,9 +45,15 @@ from tileplan.arch.spec import Arch
 from tileplan.dims import Dim, Operand
 from tileplan.errors import MappingError
 from tileplan.fusion.assemble import _finish, fits
-from tileplan.fusion.blocks import BlockKind, BlockShape, block_mapping_error, canonical_layers, matmul_layers
 from tileplan.fusion.cost import FusedCost, GroupModel, parts
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
+from tileplan.fusion.transformer import (
+    TransformerKind,
+    TransformerShape,
+    canonical_layers,
+    matmul_layers,
+    transformer_mapping_error,
+)
 from tileplan.search.memo import capacity_free_key, memo
 from tileplan.search.objective import Objective, best_index
 
@@ -56,8 +62,8 @@ _IN, _W, _OUT = Operand.INPUT, Operand.WEIGHT, Operand.OUTPUT
 ROW_SPLITS = 32
 
 
-def _shape(group: FusedGroup) -> BlockShape:
-    shape = group.block
+def _shape(group: FusedGroup) -> TransformerShape:
+    shape = group.transformer
     if shape is None:
         raise MappingError(f"{group.name} is not an attention or MLP block")
     return shape
@@ -70,7 +76,7 @@ def row_tiles(rows: int) -> np.ndarray:
     return np.array(sorted(tiles), dtype=np.int64)
 
 
-def chunk_choices(shape: BlockShape) -> list[int]:
+def chunk_choices(shape: TransformerShape) -> list[int]:
     """Middle chunks c: the whole width, then powers of two below it (largest first)."""
     out, p = [shape.width], 1
     while p < shape.width:
@@ -83,7 +89,7 @@ def _cb(nbytes: np.ndarray | float, burst: int) -> np.ndarray:
     return -(-np.asarray(nbytes, dtype=np.float64) // burst)
 
 
-class BlockModel:
+class TransformerModel:
     """A block compiled against an accelerator for candidate row tiles ``tiles`` (default
     ``row_tiles``); its compute comes from a ``GroupModel`` of the same layers."""
 
@@ -96,9 +102,9 @@ class BlockModel:
         self.group, self.arch = group, arch
         self.probs, self.layers = self.gm.problems, self.gm.layers
 
-    def at_capacity(self, group: FusedGroup, arch: Arch) -> BlockModel:
+    def at_capacity(self, group: FusedGroup, arch: Arch) -> TransformerModel:
         """This model on ``arch`` differing only in memory sizes (nothing here reads them)."""
-        other = object.__new__(BlockModel)
+        other = object.__new__(TransformerModel)
         other.__dict__.update(self.__dict__)
         other.canon = FusedGroup(canonical_layers(group.layers, self.shape))
         other.gm = self.gm.at_capacity(other.canon, arch)
@@ -164,7 +170,7 @@ class BlockModel:
         mem_in, mem_out = self.probs[0].memory_of_operand[_IN], self.probs[-1].memory_of_operand[_OUT]
         dbl[:, mem_in] += self.rows_held() * s.k1 * p0.input
         dbl[:, mem_out] += self.rows_held() * s.n2 * plast.psum
-        middle = s.width if s.kind is BlockKind.ATTENTION and not online else len(s.firsts) * ce
+        middle = s.width if s.kind is TransformerKind.ATTENTION and not online else len(s.firsts) * ce
         held[:, mem_in] += self.rows_held() * middle * b_mid
         if online:  # each row's running max and exp-sum
             held[:, mem_in] += 2 * self.rows_held() * plast.psum
@@ -201,7 +207,7 @@ class BlockModel:
                 c_chunk, gk = ce, (1, s.n2)
                 ins = slabs * s.rows * s.width * b_mid
             else:  # softmax over whole rows of one group; MLP element-wise layers chunk by chunk
-                c_chunk, gk = 1, (s.width if s.kind is BlockKind.ATTENTION and not online else ce, 1)
+                c_chunk, gk = 1, (s.width if s.kind is TransformerKind.ATTENTION and not online else ce, 1)
                 ins = layer.elements(_IN) * b_mid
             cyc, pick = self.gm.compute_cycles(m, Overlap.RECOMPUTE, 1, c_chunk, gk,
                                                None if unroll is None else unroll[m])
@@ -224,16 +230,16 @@ class BlockModel:
         return FusedCost(cost, executed, np.zeros(n), np.zeros(n, dtype=np.int64)), picks
 
 
-def block_model(group: FusedGroup, arch: Arch) -> BlockModel:
-    """A ``BlockModel`` shared by every block of the same shapes on the same accelerator at any
+def transformer_model(group: FusedGroup, arch: Arch) -> TransformerModel:
+    """A ``TransformerModel`` shared by every block of the same shapes on the same accelerator at any
     on-chip capacity (``search.memo``)."""
-    key = ("block_model", group.signature(), capacity_free_key(arch))
-    return memo(key, lambda: BlockModel(group, arch)).at_capacity(group, arch)
+    key = ("transformer_model", group.signature(), capacity_free_key(arch))
+    return memo(key, lambda: TransformerModel(group, arch)).at_capacity(group, arch)
 
 
 def residency_choices(group: FusedGroup) -> list[tuple[bool, ...]]:
     """Every resident / streamed choice of the block's matmuls (other layers: False)."""
-    mats = block_model_layers(group)
+    mats = transformer_matmuls(group)
     out = []
     for flags in product((True, False), repeat=len(mats)):
         res = [False] * len(group)
@@ -243,12 +249,12 @@ def residency_choices(group: FusedGroup) -> list[tuple[bool, ...]]:
     return out
 
 
-def block_model_layers(group: FusedGroup) -> list[int]:
+def transformer_matmuls(group: FusedGroup) -> list[int]:
     return matmul_layers(_shape(group), len(group))
 
 
 @dataclass(frozen=True)
-class BlockResult:
+class TransformerResult:
     """The best block mapping on one accelerator, its costs (a batch of one) and the search's size:
     row tiles x choices costed, the choices (chunk x residency) and the seconds."""
 
@@ -259,8 +265,8 @@ class BlockResult:
     seconds: float
 
 
-def search_block_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Objective | str,
-                       onlines: tuple[bool, ...] = (False, True)) -> list[BlockResult | None]:
+def search_transformer_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Objective | str,
+                       onlines: tuple[bool, ...] = (False, True)) -> list[TransformerResult | None]:
     """The best block mapping on each of ``archs`` (``None`` where nothing fits): every row tile,
     middle chunk and residency. The chunk changes nothing when every B is resident (only the whole
     width is tried then). Choices are visited in a fixed order and a later one wins only when strictly
@@ -268,13 +274,13 @@ def search_block_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Obje
     may use the row-wise softmax (False) and / or the online one (True)."""
     obj = Objective(objective)
     shape = _shape(group)
-    out: list[BlockResult | None] = []
+    out: list[TransformerResult | None] = []
     for arch in archs:
         start = time.perf_counter()
-        bm = block_model(group, arch)
+        bm = transformer_model(group, arch)
         best: tuple[tuple[float, ...], FusedMapping, FusedCost] | None = None
         configs = 0
-        attention = shape.kind is BlockKind.ATTENTION
+        attention = shape.kind is TransformerKind.ATTENTION
         for resident, online in product(residency_choices(group), onlines if attention else (False,)):
             streams = any(not resident[m] for m in bm.matmul_layers())
             for c in chunk_choices(shape) if streams or online or not attention else [shape.width]:
@@ -299,7 +305,7 @@ def search_block_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Obje
         if best is None:
             out.append(None)
             continue
-        out.append(BlockResult(best[1], best[2], configs * len(bm.tiles), configs, seconds))
+        out.append(TransformerResult(best[1], best[2], configs * len(bm.tiles), configs, seconds))
     return out
 
 
@@ -310,15 +316,15 @@ def _mapping(group: FusedGroup, tile: int, c: int, resident: tuple[bool, ...],
                         (c,) * (len(group) - 1), unroll, online=online)
 
 
-def check_block_mapping(group: FusedGroup, mapping: FusedMapping) -> None:
+def check_transformer_mapping(group: FusedGroup, mapping: FusedMapping) -> None:
     """Raise ``MappingError`` unless ``mapping`` is a block mapping of ``group`` (module docstring)."""
-    why = block_mapping_error(group.layers, _shape(group), mapping)
+    why = transformer_mapping_error(group.layers, _shape(group), mapping)
     if why:
         raise MappingError(why)
 
 
-def evaluate_block(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedCost:
+def evaluate_transformer(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedCost:
     """Costs of one block mapping (a batch of one)."""
-    check_block_mapping(group, mapping)
-    bm = BlockModel(group, arch, np.array([mapping.tile_p]))
+    check_transformer_mapping(group, mapping)
+    bm = TransformerModel(group, arch, np.array([mapping.tile_p]))
     return bm.costs(mapping.chunk[0], mapping.resident, mapping.unroll, mapping.online)[0]

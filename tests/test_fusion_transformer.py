@@ -1,4 +1,4 @@
-"""Fused attention and MLP blocks (``fusion.blocks``, ``block_cost``, ``block_program``): recognised in
+"""Fused attention and MLP blocks (``fusion.transformer``, ``transformer_cost``, ``transformer_program``): recognised in
 the zoo's transformers, their programs' counted DRAM bytes, bursts and MACs equal the model, their
 outputs equal numpy written here, their DRAM bytes equal closed forms written here (the score matrix
 and the hidden activations move nothing), and the planner chooses them like any other group."""
@@ -16,11 +16,17 @@ from hypothesis import strategies as st
 
 from tileplan import api
 from tileplan.errors import MappingError, WorkloadError
-from tileplan.fusion.block_cost import _mapping, chunk_choices, evaluate_block, residency_choices, search_block_sizes
-from tileplan.fusion.block_program import execute_block, generate_block, verify_block
-from tileplan.fusion.blocks import BlockKind, block_spans
 from tileplan.fusion.group import FusedGroup
 from tileplan.fusion.search import search_group
+from tileplan.fusion.transformer import TransformerKind, transformer_spans
+from tileplan.fusion.transformer_cost import (
+    _mapping,
+    chunk_choices,
+    evaluate_transformer,
+    residency_choices,
+    search_transformer_sizes,
+)
+from tileplan.fusion.transformer_program import execute_transformer, generate_transformer, verify_transformer
 from tileplan.workload import zoo
 from tileplan.workload.layer import Precision
 from tileplan.workload.network import Network
@@ -51,17 +57,18 @@ SWIGLU = ["mlp.gate", "mlp.up", "mlp.silu", "mlp.mul", "mlp.down"]
 
 def test_zoo_blocks_are_recognised():
     bert = zoo.get("bert-base", seq=8)
-    spans = block_spans(bert)
+    spans = transformer_spans(bert)
     assert len(spans) == 24
     assert [bert.layers[s].name for s, _ in spans[:2]] == ["layer.0.attn.qk", "layer.0.mlp.up"]
     llama = zoo.get("llama3-8b-block", seq=8)
-    assert [(llama.layers[s].name, e - s) for s, e in block_spans(llama)] == [("layer.0.attn.qk", 3),
+    assert [(llama.layers[s].name, e - s) for s, e in transformer_spans(llama)] == [("layer.0.attn.qk", 3),
                                                                             ("layer.0.mlp.gate", 5)]
     decode = zoo.get("gpt2-decode", kv=4)  # K/V from the cache: still one attention block per layer
-    assert len(block_spans(decode)) == 24
+    assert len(transformer_spans(decode)) == 24
     group = FusedGroup.of(llama, ["layer.0.attn.qk", "layer.0.attn.softmax", "layer.0.attn.pv"])
-    assert group.block is not None and group.block.kind is BlockKind.ATTENTION
-    assert (group.block.groups, group.block.rows, group.block.width) == (8, 4 * 8, 8)  # GQA rows folded
+    assert group.transformer is not None and group.transformer.kind is TransformerKind.ATTENTION
+    shape = group.transformer
+    assert (shape.groups, shape.rows, shape.width) == (8, 4 * 8, 8)  # GQA rows folded
     with pytest.raises(WorkloadError, match="matmul layer, which cannot be fused"):
         FusedGroup.of(llama, ["layer.0.attn.qk", "layer.0.attn.softmax"])
     with pytest.raises(WorkloadError, match="cannot fuse"):  # the gate alone is not a block
@@ -84,24 +91,24 @@ def test_attention_programs_equal_model_closed_form_and_numpy(heads, kv_heads):
     net = small_block(seq=6, d=8 * heads, heads=heads, kv_heads=kv_heads, ff=16, swiglu=False)
     group = FusedGroup.of(net, ATTN)
     arch = api.load_arch("eyeriss")
-    rows = group.block.rows
+    rows = group.transformer.rows
     for resident, online in product(residency_choices(group), (False, True)):
         for c in (4, 1) if online else (6, 4, 1):
             for tile in (1, 5, rows):
                 mapping = _mapping(group, tile, c, resident, ((1,) * 8,) * 3, online)
-                v = verify_block(group, arch, mapping, seed=tile + c)
+                v = verify_transformer(group, arch, mapping, seed=tile + c)
                 assert v.ok, (mapping, v)
                 q_b, kv_b, o_b = _attention_bytes(net, tile, resident)
                 assert v.counted_read_bytes == (q_b, kv_b, 0) and v.counted_write_bytes == o_b
     # The executor's output against softmax(Q K^T) V written here, per K/V head and folded query head.
     mapping = _mapping(group, 5, 4, (False, False, True), ((1,) * 8,) * 3)
-    prog = generate_block(group, arch, mapping)
+    prog = generate_transformer(group, arch, mapping)
     rng = np.random.default_rng(1)
-    s = group.block
+    s = group.transformer
     q = rng.standard_normal((1, s.groups * s.k1, s.rows, 1))
     k = rng.standard_normal((s.groups * s.width, s.k1, 1, 1))
     v = rng.standard_normal((s.groups * s.n2, s.width, 1, 1))
-    out = execute_block(prog, q, [k, None, v]).output
+    out = execute_transformer(prog, q, [k, None, v]).output
     for g in range(s.groups):
         scores = q[0, g * s.k1:(g + 1) * s.k1, :, 0].T @ k[g * s.width:(g + 1) * s.width, :, 0, 0].T
         probs = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)
@@ -119,9 +126,9 @@ def test_mlp_programs_equal_model_closed_form_and_numpy(swiglu, batch):
         for c in (12, 8, 3):
             for tile in (2, 5):
                 mapping = _mapping(group, tile, c, resident, ((1,) * 8,) * len(group))
-                v = verify_block(group, arch, mapping, seed=c)
+                v = verify_transformer(group, arch, mapping, seed=c)
                 assert v.ok, (mapping, v)
-                streamed = sum(8 * 12 for m in [*group.block.firsts, len(group) - 1] if not resident[m])
+                streamed = sum(8 * 12 for m in [*group.transformer.firsts, len(group) - 1] if not resident[m])
                 w_bytes = weights - streamed + streamed * batch * math.ceil(5 / tile)
                 assert v.counted_read_bytes == (batch * 5 * 8, w_bytes, 0) and v.counted_write_bytes == batch * 5 * 8
     # Output against numpy written here: down(silu(x gate^T) * (x up^T)) or down(gelu(x up^T)).
@@ -129,7 +136,7 @@ def test_mlp_programs_equal_model_closed_form_and_numpy(swiglu, batch):
     rng = np.random.default_rng(2)
     x = rng.standard_normal((batch, 8, 5, 1))
     ws = [rng.standard_normal((x_.k_out, x_.c_in, 1, 1)) if x_.op.value == "matmul" else None for x_ in group.layers]
-    out = execute_block(generate_block(group, arch, mapping), x, ws).output
+    out = execute_transformer(generate_transformer(group, arch, mapping), x, ws).output
     for n in range(batch):
         h = x[n, :, :, 0].T @ ws[0][:, :, 0, 0].T
         if swiglu:
@@ -147,7 +154,7 @@ def test_searched_block_mappings_verify_on_small_and_large_buffers():
             group = FusedGroup.of(net, names)
             res = search_group(group, arch, "latency")
             assert res is not None
-            v = verify_block(group, arch, res.mapping)
+            v = verify_transformer(group, arch, res.mapping)
             assert v.ok and v.within_footprint
             assert max(v.footprint_bytes.values()) <= 1024 or size == "64KiB"
     tiny = api.load_arch("eyeriss", ["memories.L2.size_bytes=32"])
@@ -159,12 +166,12 @@ def test_block_mapping_errors_name_the_field():
     group = FusedGroup.of(net, ATTN)
     arch = api.load_arch("eyeriss")
     with pytest.raises(MappingError, match="one middle chunk in 1..4"):
-        evaluate_block(group, arch, _mapping(group, 2, 5, (True, False, True), ((1,) * 8,) * 3))
+        evaluate_transformer(group, arch, _mapping(group, 2, 5, (True, False, True), ((1,) * 8,) * 3))
     with pytest.raises(MappingError, match="only the matmuls"):
-        evaluate_block(group, arch, _mapping(group, 2, 4, (True, True, True), ((1,) * 8,) * 3))
+        evaluate_transformer(group, arch, _mapping(group, 2, 4, (True, True, True), ((1,) * 8,) * 3))
     with pytest.raises(MappingError, match="exceeds the block's 4 rows"):
-        evaluate_block(group, arch, _mapping(group, 9, 4, (True, False, True), ((1,) * 8,) * 3))
-    assert chunk_choices(group.block) == [4, 2, 1]
+        evaluate_transformer(group, arch, _mapping(group, 9, 4, (True, False, True), ((1,) * 8,) * 3))
+    assert chunk_choices(group.transformer) == [4, 2, 1]
 
 
 def test_planner_chooses_blocks_and_never_does_worse():
@@ -216,7 +223,7 @@ def test_must_show_attention_at_512_kb():
     # The online softmax: 911-row tiles (9 per KV head) holding 32 keys' scores at a time: 54.5 MB.
     assert (m.tile_p, m.resident, m.chunk[0], m.online) == (911, (False, False, False), 32, True)
     assert float(res.cost.dram_bytes[0]) < 4 * 32 * 2048 * 2048 / 9  # < a ninth of the unfused score bytes
-    rowwise = search_block_sizes(FusedGroup.of(llama, names), [arch], "dram", onlines=(False,))[0]
+    rowwise = search_transformer_sizes(FusedGroup.of(llama, names), [arch], "dram", onlines=(False,))[0]
     assert rowwise is not None and (rowwise.mapping.tile_p, rowwise.mapping.online) == (128, False)  # 285.2 MB
     assert float(rowwise.cost.cost.dram_bytes[0]) == 2 * 32 * 2048 * 128 + 8 * 2048 * 128 * 2 * 64
 
@@ -233,15 +240,15 @@ def test_random_blocks_and_mappings_verify(data):
     net = small_block(seq=seq, d=4 * heads, heads=heads, kv_heads=kv_heads, ff=data.draw(st.integers(1, 9)),
                       swiglu=swiglu, batch=data.draw(st.integers(1, 2)) if heads == kv_heads == 1 else 1)
     group = FusedGroup.of(net, data.draw(st.sampled_from([ATTN, SWIGLU if swiglu else GELU])))
-    s = group.block
+    s = group.transformer
     c = data.draw(st.integers(1, s.width))
-    online = s.kind is BlockKind.ATTENTION and c < s.width and data.draw(st.booleans())
+    online = s.kind is TransformerKind.ATTENTION and c < s.width and data.draw(st.booleans())
     resident = data.draw(st.sampled_from(residency_choices(group)))
     mapping = _mapping(group, data.draw(st.integers(1, s.rows)), c, resident, ((1,) * 8,) * len(group), online)
     arch = api.load_arch("eyeriss", [f"memories.L2.size_bytes={data.draw(st.sampled_from([256, 2048, 65536]))}"])
-    if not bool(evaluate_block(group, arch, mapping).cost.feasible[0]):
+    if not bool(evaluate_transformer(group, arch, mapping).cost.feasible[0]):
         return
-    v = verify_block(group, arch, mapping, seed=data.draw(st.integers(0, 9)))
+    v = verify_transformer(group, arch, mapping, seed=data.draw(st.integers(0, 9)))
     assert v.ok, (mapping, v)
 
 
@@ -254,14 +261,14 @@ def test_onnx_bert_layer_fuses_masked_attention_and_mlp(tmp_path):
     arch = api.load_arch("eyeriss")
     net = api.load_network(str(bert_layer(tmp_path / "bert.onnx", seq=6, d=16, heads=2))).with_precision(
         Precision.uniform(arch.precision_bytes, arch.psum_bytes))
-    spans = [[x.name.rsplit(".", 1)[-1] for x in net.layers[s:e]] for s, e in block_spans(net)]
+    spans = [[x.name.rsplit(".", 1)[-1] for x in net.layers[s:e]] for s, e in transformer_spans(net)]
     assert spans == [["qk", "mask", "softmax", "pv"], ["dense", "gelu", "dense"]]
-    s, e = block_spans(net)[0]
+    s, e = transformer_spans(net)[0]
     group = FusedGroup.of(net, [x.name for x in net.layers[s:e]])
-    assert group.block is not None and group.block.mask == 1 and group.block.groups == 2
+    assert group.transformer is not None and group.transformer.mask == 1 and group.transformer.groups == 2
     for resident in residency_choices(group):
         for c, tile in ((6, 6), (4, 1), (1, 4)):
-            v = verify_block(group, arch, _mapping(group, tile, c, resident, ((1,) * 8,) * 4), seed=c)
+            v = verify_transformer(group, arch, _mapping(group, tile, c, resident, ((1,) * 8,) * 4), seed=c)
             assert v.ok, v
             # Q, K, V, O as in the closed form, plus the 6-key mask row once.
             assert v.counted_read_bytes[1] == 6 + 2 * 6 * 8 * sum(1 if resident[i] else math.ceil(6 / tile)
@@ -277,12 +284,12 @@ def test_online_softmax_holds_a_chunk_of_scores_not_whole_rows():
     net = small_block(seq=8, d=16, heads=2, kv_heads=2, ff=8, swiglu=False)
     group = FusedGroup.of(net, ATTN)
     arch = api.load_arch("eyeriss")
-    rowwise = evaluate_block(group, arch, _mapping(group, 4, 2, (False, False, False), ((1,) * 8,) * 3)).cost
-    online = evaluate_block(group, arch, _mapping(group, 4, 2, (False, False, False), ((1,) * 8,) * 3, True))
+    rowwise = evaluate_transformer(group, arch, _mapping(group, 4, 2, (False, False, False), ((1,) * 8,) * 3)).cost
+    online = evaluate_transformer(group, arch, _mapping(group, 4, 2, (False, False, False), ((1,) * 8,) * 3, True))
     assert float(online.cost.dram_bytes[0]) == float(rowwise.dram_bytes[0])
     # scores: 4 rows x 8 keys -> 4 x 2, plus max and sum (4-byte partial sums) per row
     assert int(rowwise.footprint_bytes[0, 0]) - int(online.cost.footprint_bytes[0, 0]) == 4 * 8 - 4 * 2 - 2 * 4 * 4
     assert int(online.executed_macs[0]) == group.macs + 2 * 8 * 8 * (8 // 2 + 1)
     with pytest.raises(MappingError, match="online softmax needs an attention block"):
-        evaluate_block(FusedGroup.of(net, GELU), arch, _mapping(FusedGroup.of(net, GELU), 4, 2, (False,) * 3,
+        evaluate_transformer(FusedGroup.of(net, GELU), arch, _mapping(FusedGroup.of(net, GELU), 4, 2, (False,) * 3,
                                                                 ((1,) * 8,) * 3, True))
