@@ -60,6 +60,13 @@ class Side:
     name: str
     offset: int
     channels: int
+    #: Where a block group (``fusion.block``) holds this input on chip: -1 = the group's input, ``j`` = the
+    #: output of group layer ``j``; ``None`` (every chain group's sides) = read from DRAM.
+    source: int | None = None
+
+    @property
+    def on_chip(self) -> bool:
+        return self.source is not None
 
 
 def stack_channels(layer: Layer) -> int:
@@ -152,8 +159,20 @@ class FusedGroup:
 
     layers: tuple[Layer, ...]
     sides: tuple[tuple[Side, ...], ...] = ()
+    #: Block groups only (``fusion.block``): per layer, the source of its windowed (chain) input: -1 the
+    #: group's input, ``j`` group layer ``j``'s output. Empty: a chain (layer ``m`` reads layer ``m - 1``).
+    sources: tuple[int, ...] = ()
+
+    @property
+    def is_block(self) -> bool:
+        """Whether some layer reads an on-chip tensor other than its predecessor's output (a branch)."""
+        return bool(self.sources)
 
     def __post_init__(self) -> None:
+        if self.sources:
+            from tileplan.fusion.block import check_block  # a block group's rules live with its model
+            check_block(self)
+            return
         why = chain_error(self.layers, merges=True)
         if why:
             raise WorkloadError(f"cannot fuse {self.name}: {why}")
@@ -173,9 +192,13 @@ class FusedGroup:
         """The group of ``names`` (consecutive in ``network``), checked against the network's edges."""
         layers = tuple(network[n] for n in names)
         why = chain_error(layers, network, merges=True)
-        if why:
-            raise WorkloadError(f"network {network.name!r}: cannot fuse {'+'.join(names)}: {why}")
-        return cls(layers, _all_sides(layers, network))
+        from tileplan.fusion.block import block_of, reads_group_input  # branches and joins: ``fusion.block``
+        if why is None and not reads_group_input(layers):
+            return cls(layers, _all_sides(layers, network))
+        group, block_why = block_of(network, names)
+        if group is None:
+            raise WorkloadError(f"network {network.name!r}: cannot fuse {'+'.join(names)}: {why or block_why}")
+        return group
 
     def chain_offset(self, m: int) -> int:
         """First channel of layer ``m``'s input stack that the previous group layer produces (0 for a
@@ -185,12 +208,24 @@ class FusedGroup:
 
     def signature(self) -> tuple[object, ...]:
         """Everything the group's planning depends on: layer signatures and the DRAM inputs' places."""
-        return tuple((x.signature(), tuple((s.offset, s.channels) for s in sides))
-                     for x, sides in zip(self.layers, self.sides, strict=True))
+        sig = tuple((x.signature(), tuple((s.offset, s.channels) for s in sides))
+                    for x, sides in zip(self.layers, self.sides, strict=True))
+        if self.sources:  # a block group: where each input lives on chip too
+            return (*sig, self.sources, tuple(tuple(s.source for s in sides) for sides in self.sides))
+        return sig
 
     @property
     def name(self) -> str:
         return "+".join(layer.name for layer in self.layers)
+
+    def input_channels(self) -> int:
+        """Channels of the group's (windowed) input tensor: the first layer's input (of an add first, one of
+        its summed tensors; of a concat first, its chain input's channels)."""
+        first = self.layers[0]
+        if first.op is OpKind.CONCAT:
+            free = _uncovered(self.sides[0], first.c_in)
+            return sum(b - a for a, b in free or [(0, first.c_in)])
+        return first.c_in
 
     def __len__(self) -> int:
         return len(self.layers)
