@@ -78,15 +78,19 @@ def verify_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: 
     prog = generate_fused(group, arch, mapping)
     layers = prog.layers
     first = layers[0]
-    x = rng.integers(-3, 4, size=(first.n, first.c_in, first.h, first.w))
+    x = rng.integers(-3, 4, size=(first.n, group.input_channels(), first.h, first.w))
     weights = [rng.integers(-2, 3, size=(x_.k_out, x_.dims[Dim.C], x_.r, x_.s)) if x_.has_weights else None
                for x_ in layers]
     sides = [[rng.integers(-3, 4, size=(x_.n, s.channels, x_.h, x_.w)) for s in specs]
              for x_, specs in zip(layers, group.sides, strict=True)]
     res = execute_fused(prog, x, weights, sides)
     y = x
+    if group.is_block:  # branches and joins: every on-chip tensor by name
+        from tileplan.fusion.block_program import block_reference
+        y = block_reference(group, x, weights, sides)
     for m, (layer, w) in enumerate(zip(layers, weights, strict=True)):
-        y = reference_output(layer, reference_inputs(group, m, y, sides[m]), w)
+        if not group.is_block:
+            y = reference_output(layer, reference_inputs(group, m, y, sides[m]), w)
     c = cost.cost
     return FusedVerify(
         group.name, str(mapping), bool(np.array_equal(res.output, y)),
