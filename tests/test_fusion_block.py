@@ -4,6 +4,7 @@ and against Stream's published fused DRAM traffic on the dual-residual block."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import product
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from tileplan import api
 from tileplan.arch.spec import Arch
+from tileplan.errors import MappingError
 from tileplan.fusion.assemble import evaluate_fused
 from tileplan.fusion.block import propagate_block
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap, Side
@@ -53,7 +55,8 @@ def inception(c: int = 6, hw: int = 9) -> Network:
     layers = (Layer.conv("stem", c_in=3, h=hw, w=hw, k_out=c, r=3, precision=B1),
               Layer.conv("b1", c_in=c, h=hw, w=hw, k_out=4, r=1, inputs=("stem",), precision=B1),
               Layer.conv("b3", c_in=c, h=hw, w=hw, k_out=5, r=3, inputs=("stem",), precision=B1),
-              Layer.concat("cat", channels=9, h=hw, w=hw, inputs=("b1", "b3"), precision=B1))
+              Layer.concat("cat", channels=9, h=hw, w=hw, inputs=("b1", "b3"), precision=B1),
+              Layer.conv("after", c_in=9, h=hw, w=hw, k_out=4, r=3, inputs=("cat",), precision=B1))
     return Network("inception", layers, (1, 3, hw, hw))
 
 
@@ -79,7 +82,8 @@ CASES = [(basic_block, ["a", "b", "sc", "add"]),  # downsampling basic block: 1x
          (basic_block, ["add", "next", "add2"]),  # starts at an add; the skip is the add's own output
          (basic_block, ["a", "b", "sc", "add", "next", "add2"]),  # two residual blocks in one group
          (bottleneck, ["c1", "c2", "c3", "add"]),  # identity bottleneck: the skip is the group input
-         (inception, ["b1", "b3", "cat"])]  # ends at a concat of two on-chip branches
+         (inception, ["b1", "b3", "cat"]),  # ends at a concat of two on-chip branches
+         (inception, ["cat", "after"])]  # starts at a concat: its first input on chip, the other from DRAM
 
 
 @pytest.mark.parametrize("make,names", CASES, ids=["+".join(n) for _, n in CASES])
@@ -88,6 +92,8 @@ def test_block_groups_counted_equal_model(make, names):
     group = FusedGroup.of(net, names)
     assert group.is_block
     arch = api.load_arch("eyeriss")
+    with pytest.raises(MappingError, match="recompute"):
+        replace(mappings(group, arch)[0], overlap=Overlap.REUSE).check(group)
     for mapping in mappings(group, arch):
         v = verify_fused(group, arch, mapping)
         assert v.bit_exact, mapping

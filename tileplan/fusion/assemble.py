@@ -225,7 +225,7 @@ def footprint(gm: GroupModel, sel: Selection, c: Choice, direction: Direction | 
     steps, so the window of every channel is counted (an upper bound, like the reuse buffers)."""
     tile_n, tile_k, overlap, chunk = c.tile_n, c.tile_k, c.overlap, c.chunk
     layers, probs, arch = gm.layers, gm.problems, gm.arch
-    first, last = layers[0], layers[-1]
+    last = layers[-1]
     n = sel.n
     tn = min(tile_n, last.n)
     mem = probs[0].memory_of_operand

@@ -15,11 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from tileplan.arch.spec import Arch
-from tileplan.errors import MappingError
 from tileplan.dims import Dim
 from tileplan.fusion.block import BlockAxisTiles, consumers
 from tileplan.fusion.cost import GroupModel
-from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
+from tileplan.fusion.group import Direction, FusedGroup, FusedMapping
 from tileplan.fusion.program import FusedProgram, FusedProgramError, FusedResult, Instr, _Machine, _parts, _step
 from tileplan.program.reference import reference_output
 from tileplan.workload.layer import OpKind
@@ -27,11 +26,7 @@ from tileplan.workload.layer import OpKind
 
 def generate_block(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedProgram:
     """The program of ``mapping`` for block group ``group`` (recompute mode, whole maps)."""
-    mapping.check(group)
-    if mapping.overlap is not Overlap.RECOMPUTE or mapping.chunk_outer or any(
-            c < x.k_out for c, x in zip(mapping.chunk, group.layers, strict=False)):
-        raise MappingError(f"block group {group.name}: fused programs recompute overlaps and keep whole maps "
-                           f"(overlap recompute, no chunks)")
+    mapping.check(group)  # block groups: recompute, whole maps
     gm = GroupModel(group, arch, np.array([mapping.tile_p]), np.array([mapping.tile_q]))
     layers = tuple(gm.layers)
     rows, cols = gm.rows, gm.cols

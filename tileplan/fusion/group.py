@@ -11,6 +11,10 @@ the group, read from DRAM tile by tile like the first layer's input. A merging l
 the *stack* of its input tensors along channels (``stack_channels``: a concat's channels in input
 order, an add's ``input_count`` tensors one after the other, the chain first).
 
+A *block group* (``sources`` given; ``fusion.block``) generalises the chain to branches and joins:
+each layer's windowed input is the group's input or any earlier group layer's output, and a merging
+layer's other inputs may be held on chip too (``Side.source``: a residual block's skip tensor).
+
 A :class:`FusedMapping` says, for a group:
 
 * ``tile_n`` / ``tile_p`` / ``tile_q``: the last layer's output tile of one step;
@@ -329,6 +333,10 @@ class FusedMapping:
             raise MappingError("the last layer cannot chunk its output channels while its input is chunked")
         if self.tile_k < last.k_out and last.groups > 1:
             raise MappingError("tile_k below K needs an ungrouped last layer")
+        if group.is_block and (self.overlap is not Overlap.RECOMPUTE or self.chunk_outer
+                               or any(c < x.k_out for c, x in zip(self.chunk, group.layers, strict=False))):
+            raise MappingError(f"block group {group.name}: overlaps are recomputed and maps kept whole (overlap "
+                               f"recompute, no chunks)")
         if self.chunk_outer and (n != 2 or self.chunk[0] >= group.layers[0].k_out or self.tile_k < last.k_out):
             raise MappingError("chunk_outer needs a two-layer group whose intermediate map is chunked and a full "
                                "tile_k")
