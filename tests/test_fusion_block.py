@@ -13,9 +13,9 @@ import pytest
 
 from tileplan import api
 from tileplan.arch.spec import Arch
-from tileplan.errors import MappingError
+from tileplan.errors import MappingError, WorkloadError
 from tileplan.fusion.assemble import evaluate_fused
-from tileplan.fusion.block import propagate_block
+from tileplan.fusion.block import group_of, propagate_block
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap, Side
 from tileplan.fusion.propagate import AxisGeom, propagate
 from tileplan.fusion.search import search_group
@@ -89,7 +89,7 @@ CASES = [(basic_block, ["a", "b", "sc", "add"]),  # downsampling basic block: 1x
 @pytest.mark.parametrize("make,names", CASES, ids=["+".join(n) for _, n in CASES])
 def test_block_groups_counted_equal_model(make, names):
     net = make()
-    group = FusedGroup.of(net, names)
+    group = group_of(net, names)
     assert group.is_block
     arch = api.load_arch("eyeriss")
     with pytest.raises(MappingError, match="recompute"):
@@ -105,7 +105,7 @@ def test_block_groups_counted_equal_model(make, names):
 def test_propagation_over_a_chain_is_the_chain_propagation():
     """A chain is the special case of the DAG propagation: the same intervals exactly."""
     net = bottleneck()
-    chain = FusedGroup.of(net, ["c1", "c2", "c3"])
+    chain = group_of(net, ["c1", "c2", "c3"])
     assert not chain.is_block
     geoms = [AxisGeom(x.h, x.p, x.stride[0], x.dilation[0], x.r, x.pad[0]) for x in chain.layers]
     tiles = np.arange(1, chain.last.p + 1)
@@ -129,7 +129,7 @@ def test_skip_on_chip_saves_exactly_its_dram_reads():
     the skip is a sub-window of the input window already on chip: the input reads drop by exactly the
     side's reads, the rest is equal, and the footprint counts the input hull once."""
     net = bottleneck()
-    block = FusedGroup.of(net, ["c1", "c2", "c3", "add"])
+    block = group_of(net, ["c1", "c2", "c3", "add"])
     chain = FusedGroup(block.layers, ((), (), (), (Side("stem", 16, 16),)))
     assert block.is_block and not chain.is_block
     arch = api.load_arch("eyeriss")
@@ -177,7 +177,7 @@ def _walk_dram_words(net: Network, names: list[str], tile_p: int, tile_q: int) -
 def test_block_dram_words_equal_a_plain_walk():
     net = basic_block()
     names = ["a", "b", "sc", "add"]
-    group = FusedGroup.of(net, names)
+    group = group_of(net, names)
     arch = api.load_arch("eyeriss")
     for m in mappings(group, arch):
         if all(m.resident) and m.tile_k == group.last.k_out:
@@ -230,3 +230,14 @@ def test_dual_residual_fused_dram_at_most_streams(tmp_path: Path):
     tensor, weights = 8 * 16 * 16 * 2, 4 * 8 * 8 * 9 * 2
     assert plan.dram_bytes == tensor + weights + tensor == 12.5 * 1024  # Stream: 12.5 KiB
     assert [g.layers for g in plan.groups] == [tuple(x.name for x in net.layers)]
+
+
+def test_bad_block_groups_are_one_clear_error():
+    net = basic_block()
+    with pytest.raises(WorkloadError, match=r"the output of 'b' is also read by \['add'\]"):
+        group_of(net, ["a", "b", "sc"])  # the add reading b is left out
+    good = group_of(net, ["a", "b", "sc", "add"])
+    with pytest.raises(WorkloadError, match="reads a tensor produced after it"):
+        FusedGroup(good.layers, good.sides, (-1, 2, -1, 2))
+    with pytest.raises(WorkloadError, match="does not consume its inputs' shapes"):
+        FusedGroup(good.layers, good.sides, (-1, 0, 0, 2))  # sc (12x12 input) reading a's 6x6 output

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tileplan import api
-from tileplan.fusion.group import FusedGroup, chain_error
+from tileplan.fusion.block import group_of
+from tileplan.fusion.group import chain_error
 from tileplan.fusion.plan import FusionPlan
 from tileplan.fusion.planner import candidate_groups, choose_cut, plan_fusion
 from tileplan.search.objective import Objective
@@ -135,7 +136,7 @@ def test_zoo_networks_fused_never_worse_and_branch_safe():
         for x in head.layers[s:e - 1]:
             assert {c.name for c in head.consumers(x.name)} <= inside
         if head.layers[s].op.value == "add":
-            assert FusedGroup.of(head, [x.name for x in head.layers[s:e]]).is_block
+            assert group_of(head, [x.name for x in head.layers[s:e]]).is_block
         else:
             assert chain_error(list(head.layers[s:e]), head, merges=True) is None
     assert (names.index("res2a_add"), names.index("res2a_add") + 2) in found

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tileplan.errors import WorkloadError
-from tileplan.fusion.group import FUSIBLE, MERGING, FusedGroup, Side, stack_channels
+from tileplan.fusion.group import FUSIBLE, MERGING, FusedGroup, Side, chain_error
 from tileplan.fusion.propagate import AxisGeom, AxisTiles, _new_lo
 from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.network import Network
@@ -79,8 +79,10 @@ def block_of(network: Network, names: Sequence[str], readers: dict[str, list[str
             return None, f"layer {layer.name!r} is a {layer.op.value} layer, which cannot be fused"
         if m < len(layers) - 1:
             outside = [r for r in readers.get(layer.name, []) if r not in index]
-            if outside or not readers.get(layer.name):
-                return None, f"the output of {layer.name!r} is read outside the group ({outside or 'nowhere'})"
+            if outside:
+                return None, f"the output of {layer.name!r} is also read by {outside}"
+            if not readers.get(layer.name):
+                return None, f"the output of {layer.name!r} is read by no layer (it would be lost inside the group)"
     x_name = operands(layers[0])[0]
     x_channels = network[x_name].k_out if x_name in network.by_name else layers[0].c_in
     sources: list[int] = []
@@ -89,23 +91,39 @@ def block_of(network: Network, names: Sequence[str], readers: dict[str, list[str
         names_m = operands(layer)
         chans = [layers[index[nm]].k_out if nm in index else x_channels if nm == x_name
                  else network[nm].k_out if nm in network.by_name else layer.c_in for nm in names_m]
-        src = [index[nm] if nm in index and index[nm] < m else -1 if nm == x_name else None for nm in names_m]
+        where = [index[nm] if nm in index and index[nm] < m else -1 if nm == x_name else None for nm in names_m]
         if m == 0:
-            src[0] = -1
-        on_chip = [i for i, s in enumerate(src) if s is not None]
+            where[0] = -1
+        on_chip = [i for i, s in enumerate(where) if s is not None]
         if not on_chip:
             return None, f"layer {layer.name!r} reads nothing the group holds on chip"
         if layer.op not in MERGING and len(names_m) != 1:
             return None, f"layer {layer.name!r} reads {len(names_m)} tensors"
-        primary = next((i for i in on_chip if src[i] == m - 1), on_chip[0])
-        sources.append(int(src[primary]))  # type: ignore[arg-type]
+        primary = next((i for i in on_chip if where[i] == m - 1), on_chip[0])
+        chosen = where[primary]
+        assert chosen is not None  # ``primary`` is on chip
+        sources.append(chosen)
         places = _offsets(layer, names_m, chans)
-        sides.append(tuple(Side(nm or f"{layer.name}.in{i}", off, ch, src[i])
+        sides.append(tuple(Side(nm or f"{layer.name}.in{i}", off, ch, where[i])
                            for i, (nm, (off, ch)) in enumerate(zip(names_m, places, strict=True)) if i != primary))
     try:
         return FusedGroup(layers, tuple(sides), tuple(sources)), ""
     except WorkloadError as err:
         return None, str(err)
+
+
+def group_of(network: Network, names: Sequence[str], readers: dict[str, list[str]] | None = None) -> FusedGroup:
+    """The fused group of layers ``names`` of ``network``: a chain (``FusedGroup.of``) unless a layer
+    reads the chain's input again (an identity shortcut) or the layers branch and join, then a block
+    group (:func:`block_of`); ``WorkloadError`` naming the reason when neither."""
+    layers = [network[n] for n in names]
+    why = chain_error(layers, network, merges=True)
+    if why is None and not reads_group_input(layers):
+        return FusedGroup.of(network, names)
+    group, block_why = block_of(network, names, readers)
+    if group is None:
+        raise WorkloadError(f"network {network.name!r}: cannot fuse {'+'.join(names)}: {block_why or why}")
+    return group
 
 
 def consumers(group: FusedGroup) -> dict[int, list[int]]:
@@ -115,64 +133,6 @@ def consumers(group: FusedGroup) -> dict[int, list[int]]:
         for s in {group.sources[m], *(side.source for side in group.sides[m] if side.source is not None)}:
             out.setdefault(s, []).append(m)
     return out
-
-
-def _producer_shape(group: FusedGroup, source: int) -> tuple[int, int, int, int]:
-    """(N, channels, H, W) of on-chip tensor ``source``."""
-    if source < 0:
-        first = group.layers[0]
-        return first.n, group.input_channels(), first.h, first.w
-    x = group.layers[source]
-    return x.n, x.k_out, x.p, x.q
-
-
-def _shape_of(group: FusedGroup, source: int) -> tuple[int, int, int]:
-    n, _, h, w = _producer_shape(group, source)
-    return n, h, w
-
-
-def check_block(group: FusedGroup) -> None:
-    """Raise ``WorkloadError`` unless ``group`` (with ``sources``) is a legal block group: sources come
-    earlier, shapes agree, every tensor but the last is read inside the group, and each layer's
-    DRAM and on-chip inputs leave exactly its windowed input's channels of its input stack."""
-    layers, n = group.layers, len(group.layers)
-    why = None
-    if len(group.sources) != n or len(group.sides) != n:
-        why = f"{len(group.sources)} sources and {len(group.sides)} side lists for {n} layers"
-    else:
-        used = consumers(group)
-        for m, (layer, src, sides) in enumerate(zip(layers, group.sources, group.sides, strict=True)):
-            if layer.op not in FUSIBLE and layer.op not in MERGING:
-                why = f"layer {layer.name!r} is a {layer.op.value} layer, which cannot be fused"
-            elif not -1 <= src < m or any(s.source is not None and not -1 <= s.source < m for s in sides):
-                why = f"layer {layer.name!r} reads a tensor produced after it"
-            elif sides and layer.op not in MERGING:
-                why = f"layer {layer.name!r} is not an add or a concat but has several inputs"
-            elif any(_shape_of(group, s) != (layer.n, layer.h, layer.w)
-                     for s in [src, *(x.source for x in sides if x.source is not None)]) or any(
-                    x.source is not None and _producer_shape(group, x.source)[1] != x.channels for x in sides):
-                why = f"layer {layer.name!r} does not consume its inputs' shapes"
-            elif m < n - 1 and m not in used:
-                why = f"the output of {layer.name!r} is read by no later group layer"
-            else:
-                chain = _producer_shape(group, src)[1]
-                covered = sorted((s.offset, s.offset + s.channels) for s in sides)
-                free, at = [], 0
-                for a, b in covered:
-                    if a < at or b > stack_channels(layer):
-                        free = [-1]
-                        break
-                    if a > at:
-                        free.append(a - at)
-                    at = b
-                if at < stack_channels(layer):
-                    free.append(stack_channels(layer) - at)
-                if free != [chain]:
-                    why = f"the inputs of {layer.name!r} do not leave exactly its windowed input's {chain} channels"
-            if why:
-                break
-    if why:
-        raise WorkloadError(f"cannot fuse {group.name}: {why}")
 
 
 @dataclass(frozen=True)
@@ -242,7 +202,7 @@ def block_segments(network: Network, max_group: int, known: Sequence[tuple[int, 
                    ) -> dict[tuple[int, int], FusedGroup]:
     """Block groups of 2..``max_group`` consecutive layers of ``network``'s topological order, as
     ``{(start, end): group}`` (layers ``start..end-1``), leaving out the segments in ``known`` (the
-    legal chains: a chain whose add reads its input is already a block, ``FusedGroup.of``)."""
+    legal chains: a chain whose add reads its input is already a block, :func:`group_of`)."""
     readers: dict[str, list[str]] = {}
     for layer in network.layers:
         for src in layer.inputs:

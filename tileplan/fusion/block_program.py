@@ -19,7 +19,17 @@ from tileplan.dims import Dim
 from tileplan.fusion.block import BlockAxisTiles, consumers
 from tileplan.fusion.cost import GroupModel
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping
-from tileplan.fusion.program import FusedProgram, FusedProgramError, FusedResult, Instr, _Machine, _parts, _step
+from tileplan.fusion.program import (
+    FusedProgram,
+    FusedProgramError,
+    FusedResult,
+    Instr,
+    _Machine,
+    _parts,
+    _step,
+    execute_fused,
+    generate_fused,
+)
 from tileplan.program.reference import reference_output
 from tileplan.workload.layer import OpKind
 
@@ -161,3 +171,15 @@ def block_reference(group: FusedGroup, x: np.ndarray, weights: list[np.ndarray |
         y = reference_output(layer, inputs, w)
         tensors[m] = y
     return y
+
+
+def fused_program(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedProgram:
+    """The fused program of ``mapping``: ``generate_block`` for a block group, else the chain's
+    ``fusion.program.generate_fused``."""
+    return generate_block(group, arch, mapping) if group.is_block else generate_fused(group, arch, mapping)
+
+
+def run_fused_program(prog: FusedProgram, x: np.ndarray, weights: list[np.ndarray | None],
+                    sides: list[list[np.ndarray]] | None = None) -> FusedResult:
+    """Run a fused program of a block group (``execute_block``) or a chain (``execute_fused``)."""
+    return (execute_block if prog.group.is_block else execute_fused)(prog, x, weights, sides)

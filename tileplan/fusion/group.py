@@ -174,8 +174,9 @@ class FusedGroup:
 
     def __post_init__(self) -> None:
         if self.sources:
-            from tileplan.fusion.block import check_block  # a block group's rules live with its model
-            check_block(self)
+            why = _block_error(self)
+            if why:
+                raise WorkloadError(f"cannot fuse {self.name}: {why}")
             return
         why = chain_error(self.layers, merges=True)
         if why:
@@ -196,13 +197,9 @@ class FusedGroup:
         """The group of ``names`` (consecutive in ``network``), checked against the network's edges."""
         layers = tuple(network[n] for n in names)
         why = chain_error(layers, network, merges=True)
-        from tileplan.fusion.block import block_of, reads_group_input  # branches and joins: ``fusion.block``
-        if why is None and not reads_group_input(layers):
-            return cls(layers, _all_sides(layers, network))
-        group, block_why = block_of(network, names)
-        if group is None:
-            raise WorkloadError(f"network {network.name!r}: cannot fuse {'+'.join(names)}: {why or block_why}")
-        return group
+        if why:
+            raise WorkloadError(f"network {network.name!r}: cannot fuse {'+'.join(names)}: {why}")
+        return cls(layers, _all_sides(layers, network))
 
     def chain_offset(self, m: int) -> int:
         """First channel of layer ``m``'s input stack that the previous group layer produces (0 for a
@@ -262,6 +259,36 @@ def _uncovered(sides: Sequence[Side], total: int) -> list[tuple[int, int]] | Non
     if at < total:
         out.append((at, total))
     return out
+
+
+def _block_error(group: FusedGroup) -> str | None:
+    """Why ``group`` (with ``sources``) is not a legal block group (``None`` if it is): each layer reads
+    tensors produced before it (the group input: -1) with its own shape, every map but the last is read
+    inside the group, and each layer's other inputs leave exactly its windowed input's channels."""
+    layers, n = group.layers, len(group.layers)
+    if len(group.sources) != n or len(group.sides) != n:
+        return f"{len(group.sources)} sources and {len(group.sides)} side lists for {n} layers"
+    first = layers[0]
+    shapes = {-1: (first.n, group.input_channels(), first.h, first.w)}
+    shapes.update({j: (x.n, x.k_out, x.p, x.q) for j, x in enumerate(layers)})
+    read: set[int] = set()
+    for m, (layer, src, sides) in enumerate(zip(layers, group.sources, group.sides, strict=True)):
+        on_chip = [(src, None), *((s.source, s) for s in sides if s.source is not None)]
+        if layer.op not in FUSIBLE and layer.op not in MERGING:
+            return f"layer {layer.name!r} is a {layer.op.value} layer, which cannot be fused"
+        if sides and layer.op not in MERGING:
+            return f"layer {layer.name!r} is not an add or a concat but has several inputs"
+        if any(not -1 <= j < m for j, _ in on_chip):
+            return f"layer {layer.name!r} reads a tensor produced after it"
+        if any((shapes[j][0], shapes[j][2], shapes[j][3]) != (layer.n, layer.h, layer.w)
+               or (s is not None and shapes[j][1] != s.channels) for j, s in on_chip):
+            return f"layer {layer.name!r} does not consume its inputs' shapes"
+        read.update(j for j, _ in on_chip)
+        free = _uncovered(sides, stack_channels(layer))
+        if free is None or [b - a for a, b in free] != [shapes[src][1]]:
+            return f"the inputs of {layer.name!r} do not leave exactly its windowed input's channels"
+    unread = [x.name for j, x in enumerate(layers[:-1]) if j not in read]
+    return f"the output of {unread[0]!r} is read by no later group layer" if unread else None
 
 
 def _all_sides(layers: Sequence[Layer], network: Network | None) -> tuple[tuple[Side, ...], ...]:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tileplan.arch.spec import Arch
-from tileplan.fusion.block import block_segments
+from tileplan.fusion.block import block_segments, group_of
 from tileplan.fusion.group import FusedGroup, chain_error
 from tileplan.fusion.plan import FusionPlan, GroupPlan, sum_costs
 from tileplan.fusion.search import GroupResult, search_group_sizes
@@ -102,7 +102,7 @@ def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: O
             chain = list(layers[start:end])
             if chain_error(chain, network, merges=merge) is not None:
                 break
-            group = FusedGroup.of(network, [x.name for x in chain])
+            group = group_of(network, [x.name for x in chain])
             key = group.signature()
             chains[(start, end)] = key
             if key not in owner:

@@ -90,9 +90,6 @@ def generate_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
     its new part), streamed weights, every layer's region (window or new part) in channel chunks,
     the last layer's output in K chunks. With reuse buffers, what a later step of the batch tile
     reads is marked (KEEP) before the step's work, so a consumed chunk's DROP spares it."""
-    if group.is_block:  # branches and joins: ``fusion.block_program``
-        from tileplan.fusion.block_program import generate_block
-        return generate_block(group, arch, mapping)
     mapping.check(group)
     gm = GroupModel(group, arch, np.array([mapping.tile_p]), np.array([mapping.tile_q]))
     layers = tuple(gm.layers)
@@ -457,9 +454,6 @@ def execute_fused(prog: FusedProgram, x: np.ndarray, weights: list[np.ndarray | 
                   sides: list[list[np.ndarray]] | None = None) -> FusedResult:
     """Run ``prog`` on input ``x`` (N, C, H, W), per-layer weights ((G*K, C, R, S) or ``None``) and per
     layer the tensors of its DRAM inputs (``group.sides`` order, (N, channels, H, W) each)."""
-    if prog.group.is_block:  # branches and joins: ``fusion.block_program``
-        from tileplan.fusion.block_program import execute_block
-        return execute_block(prog, x, weights, sides)
     machine = _Machine(prog, x, weights, sides)
     for ins in prog.instructions:
         machine.run(ins)
