@@ -241,3 +241,18 @@ def test_bad_block_groups_are_one_clear_error():
         FusedGroup(good.layers, good.sides, (-1, 2, -1, 2))
     with pytest.raises(WorkloadError, match="does not consume its inputs' shapes"):
         FusedGroup(good.layers, good.sides, (-1, 0, 0, 2))  # sc (12x12 input) reading a's 6x6 output
+
+
+@pytest.mark.slow
+def test_resnet18_fused_dram_at_most_streams():
+    """ResNet-18 (int8) on one TPU-like core, 2 MiB SRAM: Stream 2.1.1 moves 21.16 MB unfused and
+    13.49 MB fused (peers kit, issue 27); tileplan 19.37 MB unfused and, with residual blocks fused
+    whole and several per group, at most Stream's fused traffic; the weights (11.69 MB) once."""
+    net = api.load_network("resnet18")
+    arch = api.load_arch(str(FIXTURES / "tpu_like_stream.yaml"))
+    plan = api.plan_fused(net, arch, objective="dram", jobs=1, max_group=8)
+    assert plan.base.dram_bytes == pytest.approx(19.37e6, rel=1e-3)
+    assert plan.dram_bytes <= 13.49e6
+    weights = sum(x.k_out * x.c_in // x.groups * x.r * x.s for x in net.layers if x.has_weights)
+    assert plan.dram_bytes >= weights
+    assert max(sum(net[n].op.value == "add" for n in g.layers) for g in plan.groups) >= 2  # two blocks, one group
