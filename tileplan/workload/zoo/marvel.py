@@ -14,7 +14,6 @@ from tileplan.dims import Dim
 from tileplan.workload.layer import Layer
 from tileplan.workload.network import Network
 
-
 #: MARVEL's loop letters in our dims: its P is the output width (our Q) and its Q the output height
 #: (our P); K and C are our G on channel-wise layers (``MarvelLayer.channelwise``).
 MARVEL_DIMS: dict[str, Dim] = {"K": Dim.K, "C": Dim.C, "P": Dim.Q, "Q": Dim.P, "R": Dim.R, "S": Dim.S}
