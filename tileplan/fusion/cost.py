@@ -133,6 +133,8 @@ class GroupModel:
         self.n = len(tp) * len(tq)
         self._cache: dict[tuple[object, ...], np.ndarray] = {}
         self._memo: dict[tuple[object, ...], Any] = {}
+        #: Per layer, its share of the PE array and register file as text (``None``: ``arch``'s own).
+        self._shares: list[str | None] = [None] * len(self.layers)
 
     def _key(self, key: tuple[object, ...]) -> tuple[object, ...]:
         """``key``, extended by layer ``key[1]``'s PE array and register file when its value depends
@@ -140,8 +142,7 @@ class GroupModel:
         one cache, and a layer's compute on a given sub-array is computed once for all partitions."""
         if key[0] not in _SHARE_KEYS:
             return key
-        arch = self.problems[cast(int, key[1])].arch
-        return (*key, arch.pe_array, arch.register_file)
+        return (*key, self._shares[cast(int, key[1])])
 
     def memo(self, key: tuple[object, ...], make: Callable[[], T]) -> T:
         """``make()`` (a scalar or small value) computed once per ``key`` for this model."""
@@ -160,6 +161,7 @@ class GroupModel:
             raise ValueError(f"{len(archs)} shares for a group of {len(self.layers)} layers")
         other = copy.copy(self)
         other.problems = [Problem(layer, a) for layer, a in zip(self.layers, archs, strict=True)]
+        other._shares = [a.pe_array.model_dump_json() + a.register_file.model_dump_json() for a in archs]
         return other
 
     def at_capacity(self, group: FusedGroup, arch: Arch) -> GroupModel:
