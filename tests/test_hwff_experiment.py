@@ -3,6 +3,8 @@ buffer against Alwani et al.'s), the reference data, and registration (the whole
 
 from __future__ import annotations
 
+import pytest
+
 from tileplan import experiments
 from tileplan.experiments import hwff, hwff_extra
 from tileplan.experiments.common import ExperimentResult, Reference
@@ -126,6 +128,13 @@ def test_figs18_19_spatial_groups_of_four_layers() -> None:
     assert lat.ours == 100 * (1 - groups["hwff4"]["cycles"] / groups["hwff3"]["cycles"])
     assert "1,536 PEs against HW3's 1,024" in lat.explanation and "falls by 33 %" in lat.explanation
     assert f"{groups['hwff3']['pe_utilisation']:.0%} of the PEs on hwff3" in lat.explanation
+    # Figs. 16-17: HW6 differs from HW5 only in the MAC price (Table 4: 1.83 vs 1.79 pJ) and the RF size
+    hw5, hw6 = groups["hwff5"], groups["hwff6"]
+    assert hw6["cycles"] == hw5["cycles"] and hw6["energy_uJ"] - hw5["energy_uJ"] == pytest.approx(
+        hw5["mac_energy_uJ"] * (1.83 / 1.79 - 1), rel=1e-9)
+    e56 = next(c for c in res.comparisons if c.key == "fig16_17.vgg16.energy_hw6_over_hw5")
+    assert f"{100 * (1 + hw5['mac_energy_uJ'] / hw5['energy_uJ'] * (1.83 / 1.79 - 1)):.1f} %" in e56.explanation
+    assert f"{e56.ours:.1f}" in e56.explanation  # the MAC price alone is the whole difference
     assert set(res.figures) == {"fig17_vgg16_temporal", "fig19_vgg16_spatial"} and not res.caption_problems()
     assert not res.unexplained()
 
