@@ -41,12 +41,19 @@ def basic_block(c: int = 8, k: int = 16, hw: int = 12, stride: int = 2) -> Netwo
 
 
 def bottleneck(c: int = 16, mid: int = 4, hw: int = 10) -> Network:
-    """stem -> c1 1x1 -> c2 3x3 -> c3 1x1 -> add(c3, stem): ResNet-50's identity bottleneck."""
+    """stem -> c1 1x1 -> c2 3x3 -> c3 1x1 -> add(c3, stem): ResNet-50's identity bottleneck; then a
+    downsampling one: d1 1x1 -> d2 3x3/2 -> d3 1x1, down 1x1/2 on the add, add2."""
+    h2 = (hw - 1) // 2 + 1
     layers = (Layer.conv("stem", c_in=3, h=hw, w=hw, k_out=c, r=3, precision=B1),
               Layer.conv("c1", c_in=c, h=hw, w=hw, k_out=mid, r=1, inputs=("stem",), precision=B1),
               Layer.conv("c2", c_in=mid, h=hw, w=hw, k_out=mid, r=3, inputs=("c1",), precision=B1),
               Layer.conv("c3", c_in=mid, h=hw, w=hw, k_out=c, r=1, inputs=("c2",), precision=B1),
-              Layer.add("add", channels=c, h=hw, w=hw, inputs=("c3", "stem"), precision=B1))
+              Layer.add("add", channels=c, h=hw, w=hw, inputs=("c3", "stem"), precision=B1),
+              Layer.conv("d1", c_in=c, h=hw, w=hw, k_out=mid, r=1, inputs=("add",), precision=B1),
+              Layer.conv("d2", c_in=mid, h=hw, w=hw, k_out=mid, r=3, stride=2, inputs=("d1",), precision=B1),
+              Layer.conv("d3", c_in=mid, h=h2, w=h2, k_out=2 * c, r=1, inputs=("d2",), precision=B1),
+              Layer.conv("down", c_in=c, h=hw, w=hw, k_out=2 * c, r=1, stride=2, inputs=("add",), precision=B1),
+              Layer.add("add2", channels=2 * c, h=h2, w=h2, inputs=("d3", "down"), precision=B1))
     return Network("bottleneck", layers, (1, 3, hw, hw))
 
 
@@ -82,6 +89,7 @@ CASES = [(basic_block, ["a", "b", "sc", "add"]),  # downsampling basic block: 1x
          (basic_block, ["add", "next", "add2"]),  # starts at an add; the skip is the add's own output
          (basic_block, ["a", "b", "sc", "add", "next", "add2"]),  # two residual blocks in one group
          (bottleneck, ["c1", "c2", "c3", "add"]),  # identity bottleneck: the skip is the group input
+         (bottleneck, ["d1", "d2", "d3", "down", "add2"]),  # downsampling bottleneck: 1x1/2 shortcut inside
          (inception, ["b1", "b3", "cat"]),  # ends at a concat of two on-chip branches
          (inception, ["cat", "after"])]  # starts at a concat: its first input on chip, the other from DRAM
 
@@ -256,3 +264,24 @@ def test_resnet18_fused_dram_at_most_streams():
     weights = sum(x.k_out * x.c_in // x.groups * x.r * x.s for x in net.layers if x.has_weights)
     assert plan.dram_bytes >= weights
     assert max(sum(net[n].op.value == "add" for n in g.layers) for g in plan.groups) >= 2  # two blocks, one group
+
+
+def test_emit_and_verify_a_block_group_from_the_cli(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from tileplan.cli import app
+
+    runner = CliRunner()
+    names = "res2a_conv1+res2a_conv2+res2a_add"  # ResNet-18's first basic block: identity skip on chip
+    result = runner.invoke(app, ["verify", "resnet18", "--arch", "eyeriss", "-o", "dram", "--group", names])
+    assert result.exit_code == 0, result.output
+    assert "bit-exact" in result.output and "equal the model" in result.output
+    target = tmp_path / "g.txt"
+    result = runner.invoke(app, ["emit", "resnet18", "--arch", "eyeriss", "--group", names, "--output", str(target)])
+    assert result.exit_code == 0, result.output
+    text = target.read_text()
+    assert text.count("LOAD_INPUT") >= 1 and "LOAD_SIDE" not in text  # the skip is never read from DRAM
+    bad = runner.invoke(app, ["emit", "resnet18", "--arch", "eyeriss", "--group", names, "--target", "c",
+                              "--output", str(tmp_path / "g.c")])
+    assert bad.exit_code != 0 and "chains only" in bad.output and "Traceback" not in bad.output
+    assert not (tmp_path / "g.c").exists()
