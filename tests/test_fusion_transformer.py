@@ -293,3 +293,16 @@ def test_online_softmax_holds_a_chunk_of_scores_not_whole_rows():
     with pytest.raises(MappingError, match="online softmax needs an attention block"):
         evaluate_transformer(FusedGroup.of(net, GELU), arch, _mapping(FusedGroup.of(net, GELU), 4, 2, (False,) * 3,
                                                                 ((1,) * 8,) * 3, True))
+
+
+def test_plan_fuse_cli_renders_transformer_groups():
+    """`plan --fuse` on the Llama decode block: the table names the fused attention and SwiGLU
+    groups by their block mappings (the SwiGLU MLP reads its input twice, which is no residual block)."""
+    from typer.testing import CliRunner
+
+    from tileplan.cli import app
+
+    result = CliRunner().invoke(app, ["plan", "llama3-8b-block-decode", "--kv", "4", "--arch", "eyeriss", "--fuse",
+                                      "--objective", "dram", "--jobs", "1"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert "attention: 4 rows" in result.output and "mlp: 1 rows" in result.output

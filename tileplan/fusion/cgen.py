@@ -34,6 +34,9 @@ def emit_fused_c(prog: FusedProgram) -> str:
     if group.transformer is not None:
         raise TileplanError(f"{group.name} is a fused {group.transformer.kind.value} block: its program runs as text "
                             f"(--target ir) and in `verify --group`, not as C99 yet")
+    if group.is_block:
+        raise TileplanError(f"fused group {group.name} has branches (a block group): C is emitted for chains only; "
+                            f"emit it with --target ir or run it with verify --group")
     rows = []
     for m, layer in enumerate(layers):
         prec = Problem(layer, prog.arch).precision

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tileplan.arch.spec import Arch
+from tileplan.fusion.block import block_segments, group_of
 from tileplan.fusion.group import FusedGroup, chain_error
 from tileplan.fusion.plan import FusionPlan, GroupPlan, sum_costs
 from tileplan.fusion.search import GroupResult, search_group_sizes
@@ -102,17 +103,25 @@ def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: O
             chain = list(layers[start:end])
             if chain_error(chain, network, merges=merge) is not None:
                 break
-            group = FusedGroup.of(network, [x.name for x in chain])
+            group = group_of(network, [x.name for x in chain])
             key = group.signature()
             chains[(start, end)] = key
             if key not in owner:
                 owner[key] = group.name
                 groups[key] = group
                 todo.append(key)
+    blocks = block_segments(network, max_group, list(chains)) if merge else {}
+    for seg, group in blocks.items():  # branches and joins (``fusion.block``), beside the chains
+        key = group.signature()
+        chains[seg] = key
+        if key not in owner:
+            owner[key] = group.name
+            groups[key] = group
+            todo.append(key)
     # Attention and MLP blocks (``fusion.transformer``): one candidate each, whatever ``max_group``, with
     # the general search (the papers' restricted searches fuse windowed chains only).
-    blocks = transformer_spans(network) if merge else []
-    for start, end in blocks:
+    transformers = transformer_spans(network) if merge else []
+    for start, end in transformers:
         group = FusedGroup.of(network, [x.name for x in layers[start:end]])
         key = group.signature()
         chains[(start, end)] = key
@@ -142,7 +151,12 @@ def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: O
                 end += 1
             # HW-Flow-Fusion restarts from the first layer that could not join (``end - 1``).
             start = start + 1 if every_start else max(start + 1, end - 1)
-        for span in blocks:
+        for seg in blocks:  # every block group that fits is a candidate
+            result = results[chains[seg]][a]
+            if result is not None:
+                name = "+".join(x.name for x in layers[seg[0]:seg[1]])
+                found[seg] = (result, None if owner[chains[seg]] == name else owner[chains[seg]])
+        for span in transformers:
             result = results[chains[span]][a]
             if result is not None:
                 name = "+".join(x.name for x in layers[span[0]:span[1]])

@@ -26,6 +26,7 @@ import numpy as np
 from tileplan.arch.spec import Arch
 from tileplan.cost.problem import Problem
 from tileplan.dims import Dim, Operand
+from tileplan.fusion.block_program import fused_program
 from tileplan.fusion.group import FusedGroup, FusedMapping
 from tileplan.fusion.program import (
     FusedProgram,
@@ -34,7 +35,6 @@ from tileplan.fusion.program import (
     Instr,
     _box_cost,
     _parts,
-    generate_fused,
 )
 from tileplan.fusion.transformer import TransformerKind, TransformerShape, canonical_layers
 from tileplan.fusion.transformer_cost import check_transformer_mapping, evaluate_transformer
@@ -349,11 +349,11 @@ def verify_transformer(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, 
 
 
 def generate_group(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedProgram:
-    """The program of any fused group: a block's (:func:`generate_transformer`) or a chain's
-    (``fusion.program.generate_fused``)."""
+    """The program of any fused group: an attention or MLP block's (:func:`generate_transformer`), else
+    a chain's or a branching block group's (``fusion.block_program.fused_program``)."""
     if group.transformer is not None:
         return generate_transformer(group, arch, mapping)
-    return generate_fused(group, arch, mapping)
+    return fused_program(group, arch, mapping)
 
 
 def verify_group(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: int = 0) -> FusedVerify:
