@@ -143,11 +143,11 @@ class Converter(TransformerOps):
                                  f"an empty shape {shape}; tileplan plans non-empty tensors only")
         return shape
 
-    def _push(self, layer: Layer, tensor: str, shape: tuple[int, ...] | None = None) -> _Value:
+    def _push(self, layer: Layer, tensor: str, shape: tuple[int, ...] | None = None, tokens: bool = False) -> _Value:
         layer = self._typed(layer, tensor)
         self.layers.append(layer)
         stored = (layer.n, layer.k_out, layer.p, layer.q)
-        tokens = layer.op in TOKEN_KINDS or any(self.values[t].tokens for t in self._last_reads)
+        tokens = tokens or layer.op in TOKEN_KINDS or any(self.values[t].tokens for t in self._last_reads)
         value = _Value(layer.name, stored, shape if shape is not None else stored, tokens=tokens)
         self._set(tensor, value)
         return value
@@ -307,6 +307,27 @@ class Converter(TransformerOps):
         wshape = self._weight_shape(node, node.input[1], 2)
         trans_b = node.op_type == "Gemm" and bool(attr(node, "transB", 0))
         k_out, features = (wshape[0], wshape[1]) if trans_b else (wshape[1], wshape[0])
+        tokens_merged = len(v.shape) == 2 and v.src is not None and v.shape[0] > v.stored[0] and \
+            v.shape[0] % v.stored[0] == 0 and math.prod(v.stored) == math.prod(v.shape)
+        if tokens_merged:
+            # [batch x tokens, features] (GPT-2's Conv1D: Reshape to 2-D, Gemm, Reshape back): a matmul
+            # over the producer's token rows, batch kept outermost; no data moves.
+            batch, rows = v.stored[0], v.shape[0] // v.stored[0]
+            layer = matmul(self.namer.take(name, "matmul"), batch=batch, m=rows, k=features, n=k_out,
+                           inputs=(v.src,) if v.src else ())
+            value = self._push(layer, node.output[0])
+            self.values[node.output[0]] = replace(value, shape=(v.shape[0], k_out))
+            return
+        selected = len(v.shape) == 2 and v.tokens and v.src is not None and v.stored[0] == v.shape[0] and \
+            math.prod(v.stored) > math.prod(v.shape) and math.prod(v.stored) % math.prod(v.shape) == 0
+        if selected:
+            # one row of a token tensor (ViT's class token, x[:, 0]): a matmul reading that row of the
+            # producer's output through the view, as a matmul reads any token slice
+            layer = matmul(self.namer.take(name, "matmul"), batch=v.shape[0], m=1, k=features, n=k_out,
+                           inputs=(v.src,) if v.src else ())
+            value = self._push(layer, node.output[0])
+            self.values[node.output[0]] = replace(value, shape=(v.shape[0], k_out))
+            return
         if len(v.shape) == 2 or node.op_type == "Gemm":
             n = v.shape[0]
             if math.prod(v.shape[1:]) != features:
@@ -374,7 +395,12 @@ class Converter(TransformerOps):
         values = [self._no_pad(t) for t in acts]
         if any(v.src is None for v in values) and len(values) > 1:
             values = [self._as_layer_output(t) for t in acts]
-        n, k, p, q = canon(out)
+        # A rank-3 result of token tensors, or a [N, C, L] map transposed to channels-last [N, L, C]
+        # (ViT's patch embedding), is a token tensor: batch x tokens x features.
+        node = self._last_node
+        tokens = len(out) == 3 and (any(v.tokens for v in values) or (
+            node.op_type == "Transpose" and ints(node, "perm", []) == [0, 2, 1]))
+        n, k, p, q = token_view(out) if tokens else canon(out)
         if any(v.stored[0] != n for v in values):
             raise OnnxShapeError(f"{self.path}: node {name!r} moves data across the batch dimension "
                                  f"({[v.stored for v in values]} -> {out}); tileplan keeps the batch "
@@ -385,7 +411,7 @@ class Converter(TransformerOps):
             _, c, h, w = values[0].stored
         srcs = tuple(v.src for v in values if v.src)
         self._push(Layer.data_move(self.namer.take(name, "move"), n=n, c_in=c, h=h, w=w, k_out=k, out_h=p,
-                                   out_w=q, inputs=srcs), tensor, out)
+                                   out_w=q, inputs=srcs), tensor, out, tokens=tokens)
 
     def _pass_through(self, node: onnx.NodeProto, name: str, tensor: str) -> None:
         """An unsupported node: identity on its first activation when the shapes allow (or are

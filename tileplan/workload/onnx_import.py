@@ -54,6 +54,7 @@ from tileplan.workload._onnx_common import (
     op_label,
 )
 from tileplan.workload._onnx_convert import Converter
+from tileplan.workload._onnx_shapes import fill_shapes
 from tileplan.workload._onnx_xformer import INT_TYPES
 from tileplan.workload.layer import Layer
 from tileplan.workload.network import Network
@@ -88,6 +89,7 @@ def load_onnx(path: str | os.PathLike[str], *, batch: int | None = None, skip_un
     shapes, types = _infer_shapes(model, p)
     used = {t for node in graph.node for t in node.input} | {o.name for o in graph.output}
     producers = {out: node for node in graph.node for out in node.output if out}
+    fill_shapes([node for _, node in nodes], shapes, consts, producers)
     conv = Converter(p, shapes, consts, static, used, producers, skip_unsupported, list(graph.node))
     for vi in inputs:
         conv.add_input(vi.name, _dims(vi) or (), vi.type.tensor_type.elem_type)
