@@ -46,7 +46,8 @@ OTHER = frozenset({"Conv", "Concat", "Pad"})
 #: Transformer ops (``_onnx_xformer``): layers, masks, views of activations.
 TRANSFORMER = frozenset({"Gelu", "RMSNormalization", "SimplifiedLayerNormalization", "Gather", "Where", "And",
                          "Or", "Not", "Xor", "IsNaN", "IsInf", "Equal", "Less", "LessOrEqual", "Greater",
-                         "GreaterOrEqual", "Range", "CumSum", "Trilu", "Split", "Slice", "Expand",
+                         "GreaterOrEqual", "Range", "CumSum", "Trilu", "Split", "Slice", "Expand", "GatherND",
+                         "GatherElements",
                          "ConstantOfShape"})
 SUPPORTED = UNARY_FOLD | VIEW | ELEMENTWISE | MOVE | POOL | GLOBAL_POOL | REDUCE_POOL | LINEAR | OTHER | TRANSFORMER
 #: Ops whose outputs after the first are side results (masks, indices, statistics), not activations.
