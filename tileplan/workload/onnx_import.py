@@ -54,6 +54,7 @@ from tileplan.workload._onnx_common import (
     op_label,
 )
 from tileplan.workload._onnx_convert import Converter
+from tileplan.workload._onnx_names import readable
 from tileplan.workload._onnx_shapes import fill_shapes
 from tileplan.workload._onnx_xformer import INT_TYPES
 from tileplan.workload.layer import Layer
@@ -94,19 +95,22 @@ def load_onnx(path: str | os.PathLike[str], *, batch: int | None = None, skip_un
     for vi in inputs:
         conv.add_input(vi.name, _dims(vi) or (), vi.type.tensor_type.elem_type)
     conv.types = types
+    made_by: dict[str, onnx.NodeProto] = {}  # layer name -> the node it was made for
     for index, node in nodes:
         if any(out and out not in static for out in node.output):  # else: constants or shape metadata
+            before = len(conv.layers)
             try:
                 conv.convert(node, index, supported=index not in problems)
             except WorkloadError as err:
                 if str(err).startswith(str(p)):
                     raise
                 raise type(err)(f"{p}: {err}") from None
+            made_by.update((layer.name, node) for layer in conv.layers[before:])
     conv.warn_skipped()
     if not conv.layers:
         raise WorkloadError(f"{p}: the graph has no convolution, pooling, FC or other plannable layer")
     n, c, h, w = canon(_dims(inputs[0]) or ())
-    layers = conv.layers
+    layers = readable(conv.layers, made_by)
     if batch is not None and batch != native:
         layers = _rebatch(layers, native, batch, p)
         n = n // native * batch
