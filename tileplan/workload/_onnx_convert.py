@@ -84,6 +84,10 @@ class Converter(TransformerOps):
         acts = [t for t in node.input if t and t not in self.static and t in self.values]
         self._last_reads = acts
         self._last_node = node
+        if not acts and node.op_type == "Gather" and node.output[0] not in self.static:
+            # rows of a weight table by computed ids (position embeddings): an embedding layer
+            self._embedding(node, node.name or f"gather{index}")
+            return
         if not acts:
             return
         op = op_label(node)

@@ -210,10 +210,18 @@ def _toposort(graph: onnx.GraphProto, consts: Constants, path: Path) -> list[tup
 
 
 def _static_tensors(nodes: list[tuple[int, onnx.NodeProto]], consts: Constants) -> set[str]:
-    """Tensors that are not activations: constants, shapes and anything computed only from them."""
+    """Tensors that are not activations: constants, shapes and anything computed only from them --
+    except a lookup of rows of a 2-D weight table summed into the tokens (position and token-type
+    embeddings, indexed by ids computed from the sequence length), which reads real bytes."""
     static = set(consts.initializer_names)
+    readers: dict[str, set[str]] = defaultdict(set)
+    for _, node in nodes:
+        for t in node.input:
+            readers[t].add(node.op_type)
     for _, node in nodes:
         inputs = [t for t in node.input if t]
+        if is_table_lookup(node, consts) and readers[node.output[0]] and readers[node.output[0]] <= {"Add", "Cast"}:
+            continue
         if node.op_type in SHAPE_OPS or all(t in static for t in inputs):
             static.update(node.output)
         elif node.op_type in SINGLE_ACTIVATION_OUTPUT:
@@ -268,6 +276,13 @@ def _unsupported_message(path: Path, nodes: list[tuple[int, onnx.NodeProto]], pr
                        for op, names in by_op.items())
     return (f"{path}: {len(problems)} node(s) use operators tileplan cannot plan: {listed}. Replace them, or "
             f"pass skip_unsupported=True (CLI: --skip-unsupported) to import them as identity/data movement")
+
+
+def is_table_lookup(node: onnx.NodeProto, consts: Constants) -> bool:
+    """A Gather of rows of a 2-D initializer (an embedding table)."""
+    table = consts.shape(node.input[0]) if node.op_type == "Gather" and node.input else None
+    return table is not None and len(table) == 2 and node.input[0] in consts.initializer_names and \
+        attr(node, "axis", 0) == 0
 
 
 # --------------------------------------------------------------------- shapes
