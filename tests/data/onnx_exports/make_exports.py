@@ -128,7 +128,8 @@ def export(name: str, exporter: str, size: dict | None, out: Path, strip: bool) 
 
 def _strip(path: Path) -> None:
     """Keep every initializer's name and shape but not its data: tensors over 64 elements point at
-    an external file that does not exist (tileplan never reads it)."""
+    an external file that does not exist (tileplan never reads it). Node metadata other than the
+    module path is dropped."""
     model = onnx.load(str(path), load_external_data=False)
     for tensor in model.graph.initializer:
         if tensor.data_location == onnx.TensorProto.EXTERNAL or _elements(tensor) > 64:
@@ -138,6 +139,12 @@ def _strip(path: Path) -> None:
             entry = tensor.external_data.add()
             entry.key, entry.value = "location", f"{path.stem}.weights-not-shipped"
             tensor.data_location = onnx.TensorProto.EXTERNAL
+    for node in model.graph.node:  # the dynamo exporter's stack traces: keep the module path only
+        keep = [(p.key, p.value) for p in node.metadata_props if p.key == "pkg.torch.onnx.name_scopes"]
+        del node.metadata_props[:]
+        for key, value in keep:
+            node.metadata_props.add(key=key, value=value)
+        node.doc_string = ""
     for extra in path.parent.glob(f"{path.name}.data"):
         extra.unlink()
     onnx.save(model, str(path))
