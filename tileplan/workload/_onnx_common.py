@@ -134,6 +134,11 @@ class Constants:
         except Exception:  # noqa: BLE001 - malformed constant data: treated as unknown
             return None
 
+    def is_external(self, name: str) -> bool:
+        """Whether the initializer's data lives in an external file (which is never read)."""
+        tensor = self._init.get(name)
+        return tensor is not None and tensor.data_location == onnx.TensorProto.EXTERNAL
+
     def shape(self, name: str) -> tuple[int, ...] | None:
         """The constant's shape without needing its data (weights may live in absent files)."""
         tensor = self._init.get(name) or self._const.get(name)

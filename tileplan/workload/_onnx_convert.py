@@ -67,6 +67,7 @@ class Converter(TransformerOps):
         self._last_reads: list[str] = []
         self._last_node = onnx.NodeProto()
         self.types: dict[str, int] = {}  # ONNX element type of every tensor whose type is known
+        self.shapes_stopped = ""  # where shape propagation first failed (``_onnx_shapes.fill_shapes``)
         self.readers: dict[str, list[onnx.NodeProto]] = {}
         for node in nodes or []:
             for t in node.input:
@@ -137,6 +138,17 @@ class Converter(TransformerOps):
         if shape is None and node.output and tensor == node.output[0]:
             shape = self.folder.output_shape(node)
         shape = default if shape is None else shape
+        external = [t for t in node.input if t and self.consts.is_external(t) and (self.consts.shape(t) or (0,))
+                    and math.prod(self.consts.shape(t) or (0,)) <= 64]
+        if shape is None and external:
+            raise OnnxShapeError(
+                f"{self.path}: {op_label(node)} node {node.name!r} takes its shape from {external[0]!r}, which is "
+                f"stored in an external data file (tileplan never reads weight files); save the model with "
+                f"small tensors inline (onnx.save(..., save_as_external_data=True, size_threshold=1024))")
+        if shape is None and self.shapes_stopped:
+            raise OnnxShapeError(
+                f"{self.path}: cannot infer the shape of tensor {tensor!r} produced by {op_label(node)} node "
+                f"{node.name!r}: {self.shapes_stopped}; if --seq was given, it may exceed the model's positions")
         if shape is None:
             raise OnnxShapeError(
                 f"{self.path}: cannot infer the shape of tensor {tensor!r} produced by {op_label(node)} node "
@@ -206,6 +218,14 @@ class Converter(TransformerOps):
 
     # ----------------------------------------------------------------- converters
     def _elementwise(self, node: onnx.NodeProto, name: str, acts: list[str]) -> None:
+        shapes = [self.values[t].full_shape for t in acts]
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise OnnxShapeError(
+                f"{self.path}: {op_label(node)} node {node.name!r} combines activations of shapes "
+                f"{' and '.join(map(str, shapes))}, which do not broadcast; if --seq was given, it may exceed "
+                f"the rows of the model's position table") from None
         out = self._shape(node.output[0], node, self.values[acts[0]].full_shape)
         full = [t for t in acts if self.values[t].full_shape == out]
         if len(full) == 1:
@@ -421,8 +441,9 @@ class Converter(TransformerOps):
         """An unsupported node: identity on its first activation when the shapes allow (or are
         unknown), else a data move from it."""
         if not self.skip:
-            raise UnsupportedOperatorError(f"{self.path}: unsupported operator {op_label(node)} "
-                                           f"(node {node.name!r})")
+            raise UnsupportedOperatorError(f"{self.path}: {op_label(node)} node {node.name!r} computes on an "
+                                           f"activation in a way tileplan cannot plan; replace it, or pass "
+                                           f"--skip-unsupported to import it as identity / data movement")
         self.skipped.append(f"{op_label(node)} ({name})")
         first = self.values[tensor]
         for i, out in enumerate(node.output):

@@ -12,7 +12,7 @@ the converter names the node. No weight data is read: initializers give their di
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import onnx
@@ -39,30 +39,38 @@ REDUCE = frozenset({"ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum", "Reduce
 
 
 def fill_shapes(nodes: list[onnx.NodeProto], shapes: dict[str, Shape], consts: Constants,
-                producers: dict[str, onnx.NodeProto]) -> dict[str, Shape]:
-    """``shapes`` with every tensor ONNX left unknown that can be computed added (in place, and
-    returned). ``nodes`` must be in topological order."""
+                producers: dict[str, onnx.NodeProto]) -> str:
+    """Add to ``shapes`` (in place) every tensor ONNX left unknown that can be computed; ``nodes``
+    must be in topological order. Returns where propagation first failed on inconsistent sizes
+    (e.g. an Expand to a sequence longer than a position table), or ""."""
 
     def shape_of(tensor: str) -> Shape | None:
         known = shapes.get(tensor)
         return known if known is not None else consts.shape(tensor)
 
     folder = ShapeFolder(consts, producers, shape_of)
+    first_failure = ""
     for node in nodes:
         if all(not out or out in shapes for out in node.output):
             continue
         try:
             found = _outputs(node, shape_of, folder)
-        except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError):
+        except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError) as err:
             found = []
+            if not first_failure and isinstance(err, ValueError) and "broadcast" in str(err):
+                sizes = [shape_of(t) for t in node.input if t]
+                if node.op_type == "Expand":
+                    target = folder.value(node.input[1])
+                    sizes[1] = None if target is None else tuple(int(d) for d in np.ravel(target))
+                first_failure = f"{node.op_type} node {node.name!r} cannot broadcast {' to '.join(map(str, sizes))}"
         for out, shape in zip(node.output, found, strict=False):
             if out and out not in shapes and shape is not None and all(d >= 0 for d in shape):
                 shapes[out] = tuple(int(d) for d in shape)
-    return shapes
+    return first_failure
 
 
 def _outputs(node: onnx.NodeProto, shape_of: Callable[[str], Shape | None], folder: ShapeFolder
-             ) -> list[Shape | None]:
+             ) -> Sequence[Shape | None]:
     op = node.op_type
     ins = [shape_of(t) if t else None for t in node.input]
     if op == "Constant":
@@ -83,11 +91,11 @@ def _outputs(node: onnx.NodeProto, shape_of: Callable[[str], Shape | None], fold
     if op in BROADCAST:
         return [tuple(np.broadcast_shapes(*shapes))]
     if op in SAME:
-        out = [shapes[0]]
+        same: list[Shape | None] = [shapes[0]]
         if op == "LayerNormalization":  # mean and inverse std: the normalised axes reduced to 1
             axis = attr_int(node, "axis", -1) % len(shapes[0])
-            out += [shapes[0][:axis] + (1,) * (len(shapes[0]) - axis)] * 2
-        return out + [shapes[0]] * (len(node.output) - len(out))
+            same += [shapes[0][:axis] + (1,) * (len(shapes[0]) - axis)] * 2
+        return same + [shapes[0]] * (len(node.output) - len(same))
     if op == "MatMul":
         return [_matmul(shapes[0], shapes[1])]
     if op == "Gemm":
@@ -185,7 +193,7 @@ def _sliced(node: onnx.NodeProto, shape: Shape, folder: ShapeFolder) -> Shape:
     return tuple(dims)
 
 
-def _split(node: onnx.NodeProto, shape: Shape, folder: ShapeFolder) -> list[Shape | None]:
+def _split(node: onnx.NodeProto, shape: Shape, folder: ShapeFolder) -> list[Shape]:
     axis = attr_int(node, "axis", 0) % len(shape)
     sizes = ints(node, "split", [])
     if not sizes and len(node.input) > 1 and node.input[1]:

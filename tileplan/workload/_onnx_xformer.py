@@ -204,6 +204,12 @@ class TransformerOps:
             raise UnsupportedOperatorError(f"{self.path}: Gather node {node.name!r} looks up a {table} table "  # type: ignore[attr-defined]
                                            f"along axis {attr_int(node, 'axis', 0)}; tileplan imports row "
                                            f"lookups of a 2-D weight table (embeddings) only")
+        ids = self.folder.value(node.input[1])  # type: ignore[attr-defined]
+        if ids is not None and ids.size and int(np.max(ids)) >= table[0]:
+            raise OnnxShapeError(
+                f"{self.path}: Gather node {node.name!r} looks up row {int(np.max(ids))} of the {table[0]}-row table "  # type: ignore[attr-defined]
+                f"{node.input[0]!r}; the sequence is longer than the model's {table[0]} positions: give --seq "
+                f"{table[0]} or less")
         n, dim, rows, _ = token_view(out)
         layer = embedding(self.namer.take(name, "embedding"), rows=rows, dim=dim, table_rows=table[0],  # type: ignore[attr-defined]
                           batch=n)

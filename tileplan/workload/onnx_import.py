@@ -90,8 +90,9 @@ def load_onnx(path: str | os.PathLike[str], *, batch: int | None = None, skip_un
     shapes, types = _infer_shapes(model, p)
     used = {t for node in graph.node for t in node.input} | {o.name for o in graph.output}
     producers = {out: node for node in graph.node for out in node.output if out}
-    fill_shapes([node for _, node in nodes], shapes, consts, producers)
+    stopped = fill_shapes([node for _, node in nodes], shapes, consts, producers)
     conv = Converter(p, shapes, consts, static, used, producers, skip_unsupported, list(graph.node))
+    conv.shapes_stopped = stopped
     for vi in inputs:
         conv.add_input(vi.name, _dims(vi) or (), vi.type.tensor_type.elem_type)
     conv.types = types
