@@ -331,26 +331,7 @@ class Converter(TransformerOps):
         wshape = self._weight_shape(node, node.input[1], 2)
         trans_b = node.op_type == "Gemm" and bool(attr(node, "transB", 0))
         k_out, features = (wshape[0], wshape[1]) if trans_b else (wshape[1], wshape[0])
-        tokens_merged = len(v.shape) == 2 and v.src is not None and v.shape[0] > v.stored[0] and \
-            v.shape[0] % v.stored[0] == 0 and math.prod(v.stored) == math.prod(v.shape)
-        if tokens_merged:
-            # [batch x tokens, features] (GPT-2's Conv1D: Reshape to 2-D, Gemm, Reshape back): a matmul
-            # over the producer's token rows, batch kept outermost; no data moves.
-            batch, rows = v.stored[0], v.shape[0] // v.stored[0]
-            layer = matmul(self.namer.take(name, "matmul"), batch=batch, m=rows, k=features, n=k_out,
-                           inputs=(v.src,) if v.src else ())
-            value = self._push(layer, node.output[0])
-            self.values[node.output[0]] = replace(value, shape=(v.shape[0], k_out))
-            return
-        selected = len(v.shape) == 2 and v.tokens and v.src is not None and v.stored[0] == v.shape[0] and \
-            math.prod(v.stored) > math.prod(v.shape) and math.prod(v.stored) % math.prod(v.shape) == 0
-        if selected:
-            # one row of a token tensor (ViT's class token, x[:, 0]): a matmul reading that row of the
-            # producer's output through the view, as a matmul reads any token slice
-            layer = matmul(self.namer.take(name, "matmul"), batch=v.shape[0], m=1, k=features, n=k_out,
-                           inputs=(v.src,) if v.src else ())
-            value = self._push(layer, node.output[0])
-            self.values[node.output[0]] = replace(value, shape=(v.shape[0], k_out))
+        if self.token_linear(node, name, v, features, k_out):
             return
         if len(v.shape) == 2 or node.op_type == "Gemm":
             n = v.shape[0]

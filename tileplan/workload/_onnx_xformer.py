@@ -215,6 +215,26 @@ class TransformerOps:
                           batch=n)
         self._push(layer, node.output[0], out)  # type: ignore[attr-defined]
 
+    def token_linear(self, node: onnx.NodeProto, name: str, v: _Value, features: int, k_out: int) -> bool:
+        """A Gemm / 2-D MatMul on a token tensor seen as 2-D, as a matmul over token rows: GPT-2's
+        Conv1D ([batch x tokens, features]: Reshape to 2-D, Gemm, Reshape back; the batch stays
+        outermost, no data moves) or one selected row (ViT's class token x[:, 0], read through the
+        view as a matmul reads any token slice). False for an ordinary FC."""
+        if len(v.shape) != 2 or v.src is None:
+            return False
+        if v.shape[0] > v.stored[0] and v.shape[0] % v.stored[0] == 0 and math.prod(v.stored) == math.prod(v.shape):
+            batch, rows = v.stored[0], v.shape[0] // v.stored[0]
+        elif v.tokens and v.stored[0] == v.shape[0] and math.prod(v.stored) > math.prod(v.shape) and \
+                math.prod(v.stored) % math.prod(v.shape) == 0:
+            batch, rows = v.shape[0], 1
+        else:
+            return False
+        layer = matmul(self.namer.take(name, "matmul"), batch=batch, m=rows, k=features, n=k_out,  # type: ignore[attr-defined]
+                       inputs=(v.src,))
+        value = self._push(layer, node.output[0])  # type: ignore[attr-defined]
+        self.values[node.output[0]] = replace(value, shape=(v.shape[0], k_out))
+        return True
+
     def _srcs(self, tensors: list[str]) -> tuple[str, ...]:
         """Producers of operands read through views; a network input is copied first when a later
         operand has a producer (operands are matched to producers by position)."""
