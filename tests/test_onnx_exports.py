@@ -87,6 +87,21 @@ def test_scaled_head_transposes_stay_views(tmp_path: Path) -> None:
     assert net["qk"].inputs == ("q", "k") and net["qk"].macs == heads * SEQ * dh * SEQ
 
 
+def test_dynamo_k_transpose_through_batch_heads_reshape_is_a_view(tmp_path: Path) -> None:
+    """The dynamo exporter transposes K as [1, h, s, d] -> [h, s, d] (batch and heads merged),
+    Transpose, and back to [1, h, d, s]: a view on the way to the MatMul, not a move across the batch."""
+    g, heads, dh = Graph(), 2, D // 2
+    q, k = (g.one("Transpose", [g.one("Reshape", [linear(g, "x", D, D, n), g.ints([1, SEQ, heads, dh])])],
+                  perm=[0, 2, 1, 3]) for n in ("q", "k"))
+    kt = g.one("Transpose", [g.one("Reshape", [k, g.ints([heads, SEQ, dh])])], perm=[0, 2, 1])
+    kt = g.one("Reshape", [kt, g.ints([1, heads, dh, SEQ])])
+    scores = g.one("MatMul", [q, kt], name="qk")
+    net = load_onnx(g.save(tmp_path / "k.onnx", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, SEQ, D])],
+                           [scores]))
+    assert _kinds(net) == [OpKind.MATMUL] * 3
+    assert net["qk"].inputs == ("q", "k") and net["qk"].macs == heads * SEQ * dh * SEQ
+
+
 def test_rotary_embedding_is_one_rope_layer(tmp_path: Path) -> None:
     """x cos + rotate_half(x) sin on head-split Q: one rope layer on the projection's output
     (3 operations per element), the head transposes views."""
