@@ -1,11 +1,12 @@
 """Export BERT, GPT-2, ViT and a Llama decoder block to ONNX with both PyTorch exporters.
 
 Not part of the test suite (it needs torch and transformers, which tileplan never imports): run it
-in a throw-away environment to regenerate the fixtures beside it or to make full-size exports.
+in a throw-away environment to regenerate the fixtures in tests/data/onnx_exports or to make
+full-size exports.
 
     python -m venv /tmp/tv && /tmp/tv/bin/pip install torch transformers onnx onnxscript
-    /tmp/tv/bin/python tests/data/onnx_exports/make_exports.py --size tiny -o tests/data/onnx_exports
-    /tmp/tv/bin/python tests/data/onnx_exports/make_exports.py --size full -o /tmp/exports
+    /tmp/tv/bin/python tools/make_onnx_exports.py --size tiny -o tests/data/onnx_exports
+    /tmp/tv/bin/python tools/make_onnx_exports.py --size full -o /tmp/exports
 
 Weights are random (models are built from configs, nothing is downloaded). ``--size tiny`` is a
 2-layer, hidden-64 configuration of every model with the weights stripped (every initializer larger
