@@ -306,3 +306,25 @@ def test_plan_fuse_cli_renders_transformer_groups():
                                       "--objective", "dram", "--jobs", "1"], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     assert "attention: 4 rows" in result.output and "mlp: 1 rows" in result.output
+
+
+@pytest.mark.parametrize("stem", ["bert", "gpt2", "vit", "llama-block"])
+def test_real_pytorch_exports_fuse_every_attention_and_mlp(stem):
+    """The committed PyTorch exports (``tests/data/onnx_exports``, both exporters): each of the two
+    layers' attention and MLP (Llama's SwiGLU too) is one transformer block, and the best mapping of
+    each verifies (program = model, output = numpy)."""
+    from pathlib import Path
+
+    arch = api.load_arch("eyeriss")
+    prec = Precision.uniform(arch.precision_bytes, arch.psum_bytes)
+    for exporter in ("ts", "dynamo"):
+        path = Path(__file__).parent / "data" / "onnx_exports" / f"{stem}-{exporter}.onnx"
+        net = api.load_network(str(path), seq=None if stem == "vit" else 8).with_precision(prec)
+        spans = transformer_spans(net)
+        kinds = [FusedGroup.of(net, [x.name for x in net.layers[s:e]]).transformer.kind for s, e in spans]
+        assert kinds == [TransformerKind.ATTENTION, TransformerKind.MLP] * 2
+        assert [e - s for s, e in spans][1] == (5 if stem == "llama-block" else 3)
+        for s, e in spans[:2]:
+            group = FusedGroup.of(net, [x.name for x in net.layers[s:e]])
+            res = search_group(group, arch, "dram")
+            assert res is not None and verify_transformer(group, arch, res.mapping).ok
