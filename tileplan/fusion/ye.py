@@ -12,21 +12,25 @@ where the channel-chunk loop of the intermediate map sits and which weights stay
 ``ir2l``    weights of both layers streamed every tile step, the intermediate map one channel at
             a time (c = d = e = 1, Fig. 4a): input read once per step (Eq. 1-2)
 ``wr2lv1``  all weights resident (read once), the intermediate map one channel at a time (Fig. 4b,
-            c = C): input once per step (Eq. 3-4)
-``wr2lv2``  the chunk loop (d filters of layer 1) outermost, its weights read once and kept over
-            every tile step, the whole output map's partial sums on chip, the input read once per
-            chunk (Fig. 4c, Eq. 5-6)
+            c = C): input once per step (Eq. 3-4); with C > 1 also c < C whole sublayers at a
+            time, their weights read once and kept over every tile step, the input read C / c
+            times (the chunk loop outermost with whole-group chunks)
+``wr2lv2``  the chunk loop (d filters of layer 1, within one sublayer) outermost, its weights read
+            once and kept over every tile step, the partial sums of the sublayer's whole output map
+            on chip, the input read once per chunk (Fig. 4c, Eq. 5-6)
 ``pr2l``    weights streamed every step in chunks of d filters, psums of one tile (Fig. 4d, Eq. 7-8)
 ==========  ==================================================================================
 
-The model is the general fused model's (faithful counts: exact remainder tiles, padding never
-fetched); the printed Eq. 1-8 are ``fusion.ye_formulas`` and are tests. Where the general model
-cannot follow the pseudo-code literally it takes the nearest point and says so:
+With C > 1 (a grouped second layer) a chunk of the intermediate map feeds only the sublayers it
+belongs to (``FusedGroup.chunk_error``: a divisor of a sublayer's channels, or whole sublayers):
+the second layer holds and stores the partial sums of those sublayers only (``abh D2,x`` of Eq. 2
+and 8, ``B W1 W2 D2,x`` of Eq. 6). The model is the general fused model's (faithful counts: exact
+remainder tiles, padding never fetched); the printed Eq. 1-8 are ``fusion.ye_formulas`` and are
+tests. Where the general model cannot follow the pseudo-code literally it takes the nearest point
+and says so:
 
-* a grouped second layer cannot consume a channel chunk of one group (the general model chunks
-  only maps whose consumer reduces over all channels), so for C > 1 the intermediate tile is held
-  whole (more buffer than Eq. 2/4, the same DRAM bytes), and pr2l reads the input once per step
-  rather than C times (fewer DRAM bytes, more buffer); wr2lv2 needs a chunkable map (C = 1);
+* pr2l's tile loop sits outside the sublayer loop here, so the input is read once per step rather
+  than C times (Eq. 7; fewer DRAM bytes, the same buffer);
 * the pseudo-code's pr2l computes its d chunk one channel at a time; the model holds the d
   channels of the chunk (a2 b2 h d instead of a2 b2 h of Eq. 8).
 
@@ -58,11 +62,13 @@ def cardinality(group: FusedGroup) -> int:
 
 @dataclass(frozen=True)
 class Restriction:
-    """Arguments of ``search_group`` that make a strategy (``None``: not applicable to the pair)."""
+    """Arguments of ``search_group`` that make a strategy (``None``: not applicable to the pair);
+    ``also``: a second such space the strategy covers too (the best of both is the strategy's)."""
 
     residencies: list[tuple[bool, ...]]
     chunks: list[tuple[int, ...]]
     outers: tuple[bool, ...]
+    also: Restriction | None = None
 
 
 def restriction(name: str, group: FusedGroup) -> Restriction | None:
@@ -78,12 +84,15 @@ def restriction(name: str, group: FusedGroup) -> Restriction | None:
     streamed: list[tuple[bool, ...]] = [(not first.has_weights, not second.has_weights)]
     resident: list[tuple[bool, ...]] = [(True, True)]
     any_chunk: list[tuple[int, ...]] = [c for c in chunk_options(group) if c != full] if chunkable else [full]
+    # Parts of one sublayer (all chunks when C = 1) and c < C whole sublayers (grouped second layer).
+    part = [c for c in any_chunk if c != full and not group.whole_groups(0, c[0])]
+    whole = [c for c in any_chunk if c != full and group.whole_groups(0, c[0])]
     if name == "ir2l":
         return Restriction(streamed, one, (False,))
-    if name == "wr2lv1":
-        return Restriction(resident, one, (False,))
+    if name == "wr2lv1":  # all weights on chip (c = C), or c < C sublayers' weights kept over the tiles
+        return Restriction(resident, one, (False,), Restriction(streamed, whole, (True,)) if whole else None)
     if name == "wr2lv2":
-        return Restriction(streamed, any_chunk, (True,)) if chunkable else None
+        return Restriction(streamed, part, (True,)) if chunkable and part else None
     if name == "pr2l":
         return Restriction(streamed, any_chunk, (False,))
     if name == "superslash":
@@ -106,8 +115,15 @@ def search_pair_sizes(group: FusedGroup, archs: Sequence[Arch], name: str,
     r = restriction(name, group)
     if r is None:
         return [None] * len(archs)
-    return search_group_sizes(group, archs, objective, overlaps=(Overlap.RECOMPUTE,), residencies=r.residencies,
-                              chunks=r.chunks, outers=r.outers, tile_ks=[group.last.k_out])
+    obj = Objective(objective)
+    best: list[GroupResult | None] = [None] * len(archs)
+    while r is not None:
+        found = search_group_sizes(group, archs, obj, overlaps=(Overlap.RECOMPUTE,), residencies=r.residencies,
+                                   chunks=r.chunks, outers=r.outers, tile_ks=[group.last.k_out])
+        best = [b if f is None or (b is not None and _key(obj, b) <= _key(obj, f)) else f
+                for b, f in zip(best, found, strict=True)]
+        r = r.also
+    return best
 
 
 def _key(obj: Objective, res: GroupResult) -> tuple[float, float]:
@@ -184,11 +200,11 @@ def classify(group: FusedGroup, mapping: FusedMapping) -> str:
     streamed = all(not r or not w for r, w in zip(mapping.resident, weighted, strict=True))
     chunked = mapping.chunk[0] < group.layers[0].k_out
     if mapping.chunk_outer:
-        return "wr2lv2"
+        return "wr2lv1" if group.whole_groups(0, mapping.chunk[0]) else "wr2lv2"
     if not chunked and not group.chunkable(0):
         return "wr2lv1" if resident else "ir2l" if streamed else "other"
     if not chunked:
-        return "superslash"
+        return "superslash" if cardinality(group) == 1 else "other"
     if resident:
         return "wr2lv1" if mapping.chunk[0] == 1 else "other"
     if streamed:
