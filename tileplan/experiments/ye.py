@@ -29,12 +29,12 @@ from tileplan.cost.problem import Problem
 from tileplan.experiments import ye_extra
 from tileplan.experiments.common import ExperimentResult, Log, Reference
 from tileplan.experiments.ye_setup import DRAM, conv_part, words_arch
-from tileplan.fusion.group import FusedGroup, FusedMapping
+from tileplan.fusion.group import FusedGroup, FusedMapping, chain_error
 from tileplan.fusion.plan import FusionPlan
-from tileplan.fusion.planner import candidate_groups, candidate_groups_sizes, choose_cut, plan_fusion_sizes
+from tileplan.fusion.planner import candidate_groups_sizes, choose_cut, plan_fusion_sizes
 from tileplan.fusion.search import GroupResult
 from tileplan.fusion.verify import verify_fused
-from tileplan.fusion.ye import FUSED, FUSED_FAMILIES, classify, group_searcher, group_sizes_searcher, search_pair_sizes
+from tileplan.fusion.ye import FUSED, FUSED_FAMILIES, classify, conv_pool_conv, group_sizes_searcher, search_pair_sizes
 from tileplan.fusion.ye_formulas import PairShape, best_printed, best_printed_f2l
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, NetworkPlan
@@ -96,12 +96,31 @@ def _cut_dram(base: NetworkPlan, found: dict[tuple[int, int], tuple[GroupResult,
     return total, cut
 
 
+def ye_candidates(net: Network, archs: Sequence[Arch], strategies: tuple[str, ...] = FUSED
+                  ) -> list[dict[tuple[int, int], tuple[GroupResult, str | None]]]:
+    """Per accelerator, the pairs Ye et al.'s ``strategies`` fuse (``planner.candidate_groups_sizes``)
+    plus the convolution-pool-convolution triples (``fusion.ye.conv_pool_conv``: a pair across a
+    pool, which the planner's growth rule never reaches since a convolution and a pool alone are no
+    pair), each distinct group searched once for all sizes."""
+    found = candidate_groups_sizes(net, archs, DRAM, max_group=2, sizes_searcher=group_sizes_searcher(strategies))
+    layers = net.layers
+    for s in range(len(layers) - 2):
+        chain = layers[s:s + 3]
+        if chain_error(chain, net) is not None:
+            continue
+        group = FusedGroup.of(net, [x.name for x in chain])
+        if conv_pool_conv(group):
+            for a, res in enumerate(group_sizes_searcher(strategies)(group, archs, DRAM)):
+                if res is not None:
+                    found[a][(s, s + 3)] = (res, None)
+    return found
+
+
 def fused_only_dram(network: Network, arch: Arch, plan: FusionPlan) -> float:
     """Fused-two-layer-only DRAM bytes of ``network`` (Ye et al.'s pairs wherever one fits, single
     layers elsewhere) on the single-layer plans of ``plan.base``."""
     net = network.with_precision(Precision.uniform(arch.precision_bytes, arch.psum_bytes))
-    found = candidate_groups(net, arch, DRAM, max_group=2, searcher=group_searcher(FUSED))
-    return _cut_dram(plan.base, found, arch, fused_only=True)[0]
+    return _cut_dram(plan.base, ye_candidates(net, [arch])[0], arch, fused_only=True)[0]
 
 
 @dataclass(frozen=True)
@@ -114,6 +133,10 @@ class Point:
     chosen: dict[str, int]
     seconds: float
     pairs: tuple[tuple[str, FusedGroup, FusedMapping], ...] = ()
+    #: every group Ye et al.'s strategies fuse here: (name, strategy, fused DRAM bytes, its layers' single DRAM bytes)
+    candidates: tuple[tuple[str, str, float, float], ...] = ()
+    #: the groups of the fused-only cut (names)
+    forced: tuple[str, ...] = ()
 
 
 def network_point(label: str, zoo_name: str, batch: int, kb: int, *, general: bool = True) -> Point:
@@ -137,7 +160,7 @@ def network_points(label: str, zoo_name: str, batch: int, sizes: Sequence[int], 
         bases.append(api.plan(net, arch, strategy="smartshuttle", objective=DRAM, batch=batch, jobs=1))
         if general:
             gbases.append(api.plan(net, arch, strategy="exhaustive", objective=DRAM, batch=batch, jobs=1))
-    yes = candidate_groups_sizes(net, archs, DRAM, max_group=2, sizes_searcher=group_sizes_searcher(FUSED))
+    yes = ye_candidates(net, archs)
     fam = FUSED_FAMILIES["superslash"]
     sss = candidate_groups_sizes(net, archs, DRAM, max_group=fam.max_group,
                                  sizes_searcher=group_sizes_searcher(fam.fused))
@@ -147,7 +170,12 @@ def network_points(label: str, zoo_name: str, batch: int, sizes: Sequence[int], 
     points = []
     for kb, arch, base, ye, ss, gen in zip(sizes, archs, bases, yes, sss, generals, strict=True):
         hybrid, cut = _cut_dram(base, ye, arch, fused_only=False)
-        fused, _ = _cut_dram(base, ye, arch, fused_only=True)
+        fused, fcut = _cut_dram(base, ye, arch, fused_only=True)
+        names = {(s, e): "+".join(x.name for x in net.layers[s:e]) for s, e in ye}
+        candidates = tuple((names[(s, e)], classify(FusedGroup(tuple(net.layers[s:e])), res.mapping),
+                            float(res.cost.dram_bytes[0]), float(sum(lp.cost.dram_bytes for lp in base.layers[s:e])))
+                           for (s, e), (res, _) in ye.items())
+        forced = tuple(names[seg] for seg in fcut if seg[1] - seg[0] > 1)
         superslash, _ = _cut_dram(base, ss, arch, fused_only=False)
         dram = {"smartshuttle": network_dram(base), "fused_only": fused, "hybrid": hybrid, "superslash": superslash}
         if gen is not None:
@@ -160,7 +188,7 @@ def network_points(label: str, zoo_name: str, batch: int, sizes: Sequence[int], 
                 name = classify(group, ye[(s, e)][0].mapping)
                 chosen[name] = chosen.get(name, 0) + 1
                 pairs.append((name, group, ye[(s, e)][0].mapping))
-        points.append(Point(label, kb, dram, chosen, 0.0, tuple(pairs)))
+        points.append(Point(label, kb, dram, chosen, 0.0, tuple(pairs), candidates, forced))
     seconds = (time.perf_counter() - t0) / len(points)
     return [replace(p, seconds=seconds) for p in points]
 
@@ -378,18 +406,18 @@ def _window_why(points: list[Point], label: str, vs: str, lo: int, hi: int, best
             + "; ".join(f"at {p.kb} K words {_reduction(p.dram['hybrid'], p.dram[vs]):.1f} %, {_pairs(p)}"
                         for p in ends))
     if label == "resnext50":
-        text += ("; ResNeXt's pairs are a 1x1 conv feeding the grouped 3x3 conv (C = 32), whose input cannot be taken "
-                 "in channel chunks in our model, so ir2l and pr2l must hold the whole intermediate tile")
+        text += ("; ResNeXt's pairs are a 1x1 conv feeding the grouped 3x3 conv (C = 32 sublayers); "
+                 + ye_extra.forced_losses(best))
     if label == "alexnet_b3":
         one = _window(points, "alexnet1t_b3", lo, hi)
         if one:
             top = max(one, key=lambda p: _reduction(p.dram["hybrid"], p.dram[vs]))
             text += (f"; this is Caffe's two-tower AlexNet (conv2, conv4, conv5 in two groups), the form the paper "
-                     f"evaluates: in our model conv4-conv5 (a grouped first layer) is no Ye pair, conv3-conv4's "
-                     f"grouped consumer cannot take the intermediate map in channel chunks (so it fuses only with the "
-                     f"whole 13x13x384 map on chip), and SuperSlash's space here fuses no grouped layer; "
-                     f"torchvision's single-tower AlexNet gives {_reduction(top.dram['hybrid'], top.dram[vs]):.1f} % "
-                     f"at {top.kb} K words ({_pairs(top)})")
+                     f"evaluates: in our model conv4-conv5 (a grouped first layer) is no Ye pair and SuperSlash's "
+                     f"space fuses no grouped layer; Ye's groups at {best.kb} K words: "
+                     + ye_extra.candidates_text(best)
+                     + f"; torchvision's single-tower AlexNet gives {_reduction(top.dram['hybrid'], top.dram[vs]):.1f} "
+                       f"% at {top.kb} K words ({_pairs(top)})")
     return text
 
 

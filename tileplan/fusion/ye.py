@@ -1,7 +1,8 @@
 """Ye et al.'s fused two-layer strategies (§3, Fig. 4) as named restrictions of the general fusion
 search (``fusion.search.search_group``), and their hybrid with single-layer reuse (§4, Eq. 9-10).
 
-A pair is two consecutive layers; when the second is a grouped convolution fed by an ungrouped
+A pair is two consecutive layers (or two convolutions with a pool between, AlexNet's pairs:
+``conv_pool_conv``); when the second is a grouped convolution fed by an ungrouped
 first layer, its groups are Ye et al.'s sublayers (cardinality C, ResNeXt's Network-in-Neuron);
 otherwise C = 1. Every strategy tiles the second layer's output by ``a x b x h`` (tile_q, tile_p,
 tile_n), recomputes the halo of each tile (``a1 b1`` rows/cols of the first layer's input, with all
@@ -71,8 +72,29 @@ class Restriction:
     also: Restriction | None = None
 
 
+def conv_pool_conv(group: FusedGroup) -> bool:
+    """Whether ``group`` is a convolution, a pool and a convolution (AlexNet's pairs across a pool,
+    ``Pool_1`` / ``Pool_2`` of the halo in Eq. 1), the first convolution reading all its channels."""
+    if len(group) != 3:
+        return False
+    first, pool, second = group.layers
+    return first.has_weights and second.has_weights and pool.op.is_pool and first.groups == 1
+
+
 def restriction(name: str, group: FusedGroup) -> Restriction | None:
-    """The fused space of strategy ``name`` for the pair ``group``."""
+    """The fused space of strategy ``name`` for the pair ``group``.
+
+    A convolution-pool-convolution group is a pair across the pool: the pool's output cannot be
+    produced in channel chunks in the model (its consumer is reached through a per-channel layer),
+    so only the unchunked points exist: ir2l (weights streamed every step) and wr2lv1 (all weights
+    on chip), each with the whole intermediate tile on chip."""
+    if conv_pool_conv(group):
+        full3 = tuple(x.k_out for x in group.layers[:-1])
+        if name == "ir2l":
+            return Restriction([tuple(not x.has_weights for x in group.layers)], [full3], (False,))
+        if name == "wr2lv1":
+            return Restriction([(True, True, True)], [full3], (False,))
+        return None
     if len(group) != 2:
         return None
     first, second = group.layers
@@ -193,6 +215,10 @@ FUSED_FAMILIES: dict[str, FusedFamily] = {
 
 def classify(group: FusedGroup, mapping: FusedMapping) -> str:
     """The Ye et al. strategy a fused pair's mapping is a point of (``"other"`` outside them)."""
+    if conv_pool_conv(group) and mapping.overlap is Overlap.RECOMPUTE and not mapping.chunk_outer and \
+            mapping.chunk == tuple(x.k_out for x in group.layers[:-1]) and mapping.tile_k == group.last.k_out:
+        weighted = [r for r, x in zip(mapping.resident, group.layers, strict=True) if x.has_weights]
+        return "wr2lv1" if all(weighted) else "ir2l" if not any(weighted) else "other"
     if len(group) != 2 or mapping.overlap is not Overlap.RECOMPUTE or mapping.tile_k < group.last.k_out:
         return "other"
     weighted = [x.has_weights for x in group.layers]
@@ -212,5 +238,6 @@ def classify(group: FusedGroup, mapping: FusedMapping) -> str:
     return "other"
 
 
-__all__ = ["FUSED", "FUSED_FAMILIES", "FusedFamily", "Restriction", "cardinality", "classify", "group_searcher",
+__all__ = ["FUSED", "FUSED_FAMILIES", "FusedFamily", "Restriction", "cardinality", "classify", "conv_pool_conv",
+           "group_searcher",
            "group_sizes_searcher", "restriction", "search_f2l", "search_f2l_sizes", "search_pair", "search_pair_sizes"]
