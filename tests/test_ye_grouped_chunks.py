@@ -145,7 +145,8 @@ def _walk_words(group: FusedGroup, mapping: FusedMapping) -> tuple[int, int, int
     for n0 in range(0, l2.n, mapping.tile_n):
         for p0 in range(0, l2.p, mapping.tile_p):
             for q0 in range(0, l2.q, mapping.tile_q):
-                n1, p1, q1 = min(n0 + mapping.tile_n, l2.n), min(p0 + mapping.tile_p, l2.p), min(q0 + mapping.tile_q, l2.q)
+                n1, p1 = min(n0 + mapping.tile_n, l2.n), min(p0 + mapping.tile_p, l2.p)
+                q1 = min(q0 + mapping.tile_q, l2.q)
                 rows = _window(*_window(p0, p1, l2, 0), l1, 0)
                 cols = _window(*_window(q0, q1, l2, 1), l1, 1)
                 steps.append((n1 - n0) * l1.c_in * (rows[1] - rows[0]) * (cols[1] - cols[0]))

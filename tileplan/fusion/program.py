@@ -44,8 +44,9 @@ class FusedProgramError(TileplanError):
 class Instr:
     """One instruction: ``op`` is LOAD_INPUT, LOAD_SIDE (``c``: the side's channels in the layer's
     input stack), LOAD_WEIGHT, COMPUTE, STORE, DROP (a consumed chunk of a layer's input map: input
-    channels ``c`` of the groups computing outputs ``k``), FREE_WEIGHT (a layer's on-chip weights, after a chunk pass), KEEP (a box of
-    a layer's input map a later step reads: at the next STEP everything else of the maps is dropped)
+    channels ``c`` of the groups computing outputs ``k``), FREE_WEIGHT (a layer's on-chip weights,
+    after a chunk pass), KEEP (a box of a layer's input map a later step reads: at the next STEP
+    everything else of the maps is dropped)
     or STEP; ``layer`` the layer index; ``n``/``k``/``c``/
     ``rows``/``cols`` the element ranges it covers (k: output channels of all groups, c: input
     channels of one group)."""
