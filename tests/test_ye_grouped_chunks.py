@@ -9,6 +9,7 @@ words), and costs stored from the code before grouped chunks existed (ungrouped 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,17 @@ def test_ungrouped_fused_searches_are_unchanged() -> None:
         if found is not None:
             assert found.cost.dram_read_bytes[0].tolist() == entry["cost"]["read"], kind
             assert float(found.cost.latency_cycles[0]) == entry["cost"]["latency"], kind
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler: `cc` is not on PATH")
+@pytest.mark.parametrize(("chunk", "outer"), [(2, False), (8, True)])
+def test_grouped_chunks_in_c(chunk: int, outer: bool, tmp_path: Path) -> None:
+    """The C backend runs a grouped chunked program (reuse buffers: a consumed chunk is dropped only
+    in its own group): bit-exact, printing the model's bytes, bursts and MACs."""
+    from test_fusion_cgen import _check
+
+    group = resnext(["res3a_conv1", "res3a_conv2"], 9, groups=4)
+    last = group.last
+    overlap = Overlap.RECOMPUTE if outer else Overlap.REUSE
+    mapping = FusedMapping(1, 2, 3, last.k_out, overlap, Direction.ROWS, (False, False), (chunk,), (ONES, ONES), outer)
+    _check(group, mapping, tmp_path)
