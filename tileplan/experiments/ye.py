@@ -134,6 +134,8 @@ class Point:
     candidates: tuple[tuple[str, str, float, float], ...] = ()
     #: the groups of the fused-only cut (names)
     forced: tuple[str, ...] = ()
+    #: SmartShuttle's DRAM bytes per layer kind (conv, pointwise, grouped_conv, add, maxpool, ...)
+    by_op: tuple[tuple[str, float], ...] = ()
 
 
 def network_point(label: str, zoo_name: str, batch: int, kb: int, *, general: bool = True) -> Point:
@@ -173,6 +175,9 @@ def network_points(label: str, zoo_name: str, batch: int, sizes: Sequence[int], 
                             float(res.cost.dram_bytes[0]), float(sum(lp.cost.dram_bytes for lp in base.layers[s:e])))
                            for (s, e), (res, _) in ye.items())
         forced = tuple(names[seg] for seg in fcut if seg[1] - seg[0] > 1)
+        by_op: dict[str, float] = {}
+        for x, lp in zip(net.layers, base.layers, strict=True):
+            by_op[x.op.value] = by_op.get(x.op.value, 0.0) + float(lp.cost.dram_bytes)
         superslash, _ = _cut_dram(base, ss, arch, fused_only=False)
         dram = {"smartshuttle": network_dram(base), "fused_only": fused, "hybrid": hybrid, "superslash": superslash}
         if gen is not None:
@@ -185,7 +190,7 @@ def network_points(label: str, zoo_name: str, batch: int, sizes: Sequence[int], 
                 name = classify(group, ye[(s, e)][0].mapping)
                 chosen[name] = chosen.get(name, 0) + 1
                 pairs.append((name, group, ye[(s, e)][0].mapping))
-        points.append(Point(label, kb, dram, chosen, 0.0, tuple(pairs), candidates, forced))
+        points.append(Point(label, kb, dram, chosen, 0.0, tuple(pairs), candidates, forced, tuple(by_op.items())))
     seconds = (time.perf_counter() - t0) / len(points)
     return [replace(p, seconds=seconds) for p in points]
 
@@ -330,14 +335,16 @@ def _window_why(points: list[Point], label: str, vs: str, lo: int, hi: int, best
                         for p in ends))
     if label == "resnext50":
         text += ("; ResNeXt's pairs are a 1x1 conv feeding the grouped 3x3 conv (C = 32 sublayers); "
-                 + ye_extra.forced_losses(best))
+                 + ye_extra.forced_losses(best)
+                 + ("; " + ye_extra.scope_text(best, vs) if vs == "smartshuttle" else ""))
     if label == "alexnet_b3":
         one = _window(points, "alexnet1t_b3", lo, hi)
         if one:
             top = max(one, key=lambda p: _reduction(p.dram["hybrid"], p.dram[vs]))
             text += (f"; this is Caffe's two-tower AlexNet (conv2, conv4, conv5 in two groups), the form the paper "
                      f"evaluates: in our model conv4-conv5 (a grouped first layer) is no Ye pair and SuperSlash's "
-                     f"space fuses no grouped layer; Ye's groups at {best.kb} K words: "
+                     f"space fuses no grouped layer and no pool (SuperSlash {best.dram['superslash'] / 1e6:.2f} MB, "
+                     f"SmartShuttle {best.dram['smartshuttle'] / 1e6:.2f} MB); Ye's groups at {best.kb} K words: "
                      + ye_extra.candidates_text(best)
                      + f"; torchvision's single-tower AlexNet gives {_reduction(top.dram['hybrid'], top.dram[vs]):.1f} "
                        f"% at {top.kb} K words ({_pairs(top)})")
