@@ -24,8 +24,9 @@ A :class:`FusedMapping` says, for a group:
 * ``resident``: per layer, whether its weights stay on chip for the whole group (loaded once,
   HW-Flow-Fusion's T_if = N_if, T_of = N_of) or are streamed again every step;
 * ``chunk``: per intermediate map, the channels produced at a time (Ye et al.'s channel-chunked
-  fusion: the consumer accumulates partial sums over chunks); equal to the map's channels when the
-  map is not chunked;
+  fusion: the consumer accumulates partial sums over chunks; a grouped consumer only in the groups
+  the chunk feeds, which it holds and stores by themselves: ``FusedGroup.chunk_error``); equal to the
+  map's channels when the map is not chunked;
 * ``unroll``: per layer, the spatial unroll factor of every dimension (DIMS order);
 * ``chunk_outer``: the chunk loop of a two-layer group's chunked map sits *outside* the N/P/Q tile
   loops (Ye et al.'s wr2lv2, Fig. 4c): each chunk's weights are loaded once and kept while every
