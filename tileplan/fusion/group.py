@@ -28,8 +28,9 @@ A :class:`FusedMapping` says, for a group:
 * ``resident``: per layer, whether its weights stay on chip for the whole group (loaded once,
   HW-Flow-Fusion's T_if = N_if, T_of = N_of) or are streamed again every step;
 * ``chunk``: per intermediate map, the channels produced at a time (Ye et al.'s channel-chunked
-  fusion: the consumer accumulates partial sums over chunks); equal to the map's channels when the
-  map is not chunked;
+  fusion: the consumer accumulates partial sums over chunks; a grouped consumer only in the groups
+  the chunk feeds, which it holds and stores by themselves: ``FusedGroup.chunk_error``); equal to the
+  map's channels when the map is not chunked;
 * ``unroll``: per layer, the spatial unroll factor of every dimension (DIMS order);
 * ``chunk_outer``: the chunk loop of a two-layer group's chunked map sits *outside* the N/P/Q tile
   loops (Ye et al.'s wr2lv2, Fig. 4c): each chunk's weights are loaded once and kept while every
@@ -257,10 +258,55 @@ class FusedGroup:
 
     def chunkable(self, m: int) -> bool:
         """Whether intermediate map ``m`` (output of layer ``m``) may be produced in channel chunks:
-        its consumer must reduce over all of its input channels (an ungrouped layer with weights)."""
+        an ungrouped producer, and a consumer with weights that reduces over more than one input
+        channel per group (an ungrouped layer, or a grouped one such as ResNeXt's 3x3 whose groups
+        are Ye et al.'s sublayers; not a depthwise layer). A grouped consumer's chunks respect its
+        groups (:meth:`chunk_error`)."""
         producer, consumer = self.layers[m], self.layers[m + 1]
-        return (producer.op not in MERGING and consumer.has_weights and consumer.groups == 1 and consumer.c_in > 1
+        return (producer.op not in MERGING and consumer.has_weights and consumer.dims[Dim.C] > 1
                 and producer.groups == 1)
+
+    def chunk_error(self, m: int, chunk: int) -> str | None:
+        """Why map ``m`` cannot be produced in chunks of ``chunk`` channels (``None``: it can). A chunk
+        of a grouped consumer's input feeds only the groups it belongs to: it is a divisor of the
+        channels per group (a part of one group) or a multiple of them that divides the map (whole
+        groups), so that no chunk straddles a group boundary."""
+        channels = self.layers[m].k_out
+        if chunk >= channels:
+            return None
+        if not self.chunkable(m):
+            return (f"map {self.layers[m].name!r} cannot be chunked: its consumer does not reduce over more than "
+                    f"one input channel per group")
+        consumer = self.layers[m + 1]
+        per_group = consumer.dims[Dim.C]
+        if chunk < per_group:
+            straddles = per_group % chunk != 0
+        else:
+            straddles = chunk % per_group != 0 or consumer.groups % (chunk // per_group) != 0
+        if consumer.groups > 1 and straddles:
+            return (f"a chunk of {chunk} channels of map {self.layers[m].name!r} straddles the groups of "
+                    f"{consumer.name!r} ({consumer.groups} groups of {per_group} channels): use a divisor of "
+                    f"{per_group} or a multiple of it that divides {channels}")
+        return None
+
+    def consumer_part(self, m: int, k: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+        """For a chunk ``k`` (a channel range of map ``m`` that respects the consumer's groups): the
+        consumer's output channels it contributes to (all groups flattened) and its input channels
+        within the group (a part of one group, or all of each group for whole groups)."""
+        consumer = self.layers[m + 1]
+        if consumer.groups == 1:
+            return (0, consumer.k_out), k
+        per_group, k_per = consumer.dims[Dim.C], consumer.dims[Dim.K]
+        g0 = k[0] // per_group
+        if k[1] - k[0] >= per_group:
+            return (g0 * k_per, k[1] // per_group * k_per), (0, per_group)
+        return (g0 * k_per, (g0 + 1) * k_per), (k[0] - g0 * per_group, k[1] - g0 * per_group)
+
+    def whole_groups(self, m: int, chunk: int) -> bool:
+        """Whether chunks of ``chunk`` channels of map ``m`` are whole groups of a grouped consumer (its
+        outputs complete within the chunk: Ye et al.'s c sublayers)."""
+        consumer = self.layers[m + 1]
+        return consumer.groups > 1 and chunk < self.layers[m].k_out and chunk >= consumer.dims[Dim.C]
 
 
 def _uncovered(sides: Sequence[Side], total: int) -> list[tuple[int, int]] | None:
@@ -324,9 +370,21 @@ def out_step(group: FusedGroup, m: int, chunk: tuple[int, ...], tile_k: int, res
     if last and tile_k < kt:
         return tile_k
     consumes_chunk = m > 0 and chunk[m - 1] < group.layers[m - 1].k_out
+    if consumes_chunk and layer.groups > 1:  # the groups the chunk feeds (one, or the chunk's whole groups)
+        return layer.dims[Dim.K] * max(1, chunk[m - 1] // layer.dims[Dim.C])
     if layer.has_weights and not resident[m] and not consumes_chunk:
         return layer.dims[Dim.K] if layer.groups > 1 else 1
     return kt
+
+
+def store_step(group: FusedGroup, chunk: tuple[int, ...], tile_k: int, resident: tuple[bool, ...]) -> int:
+    """Output channels of the last layer stored at a time (and whose partial sums are held): ``tile_k``,
+    or, when the last layer is a grouped layer consuming a chunked map, the groups a chunk feeds (their
+    outputs are stored once the chunk that completes them is consumed)."""
+    m = len(group) - 1
+    if m > 0 and group.last.groups > 1 and chunk[m - 1] < group.layers[m - 1].k_out:
+        return out_step(group, m, chunk, tile_k, resident)
+    return min(tile_k, group.last.k_out)
 
 
 @dataclass(frozen=True)
@@ -375,9 +433,9 @@ class FusedMapping:
             channels = group.layers[m].k_out
             if not 1 <= c <= channels:
                 raise MappingError(f"chunk of map {m} must be in 1..{channels}")
-            if c < channels and not group.chunkable(m):
-                raise MappingError(f"map {group.layers[m].name!r} cannot be chunked: its consumer does not "
-                                   f"reduce over all input channels")
+            why = group.chunk_error(m, c)
+            if why:
+                raise MappingError(why)
             if c < channels and m + 1 < len(self.chunk) and self.chunk[m + 1] < group.layers[m + 1].k_out:
                 raise MappingError("two adjacent maps cannot both be chunked")
         if self.chunk and self.chunk[-1] < group.layers[-2].k_out and self.tile_k < last.k_out:

@@ -2,7 +2,8 @@
 
 The space: every tile_n, tile_p, tile_q of the last layer's output; tile_k = K or a power of two
 below it; every overlap mode; every subset of layers with resident weights; no chunked map or one
-chunked map with a power-of-two chunk; both processing directions; every maximal unroll per layer.
+chunked map with a power-of-two chunk (or, feeding a grouped layer, whole groups; ``map_chunks``);
+both processing directions; every maximal unroll per layer.
 Safe reductions (each keeps an optimum): ``alwani`` is never evaluated by default because it costs
 exactly what ``reuse`` costs with a buffer at least as large (Eq. 9 >= 0); the direction and each
 layer's unroll are chosen per candidate (the direction changes only the reuse buffer, the unroll
@@ -21,6 +22,7 @@ import numpy as np
 
 from tileplan.arch.spec import Arch
 from tileplan.cost.batch import CostBatch
+from tileplan.dims import Dim
 from tileplan.fusion.assemble import Choice, assemble, footprint, weight_footprint
 from tileplan.fusion.bounds import SLACK, candidate_bound, config_bound
 from tileplan.fusion.cost import FusedCost, GroupModel, Selection, shared_model
@@ -62,14 +64,27 @@ def _powers_below(n: int) -> list[int]:
     return out
 
 
+def map_chunks(group: FusedGroup, m: int) -> list[int]:
+    """The chunks map ``m`` may be produced in (none if it is not chunkable): the powers of two
+    below its channels and, for a grouped consumer, whole groups (channels per group times each
+    divisor of the groups below them); a grouped consumer's chunks never straddle its groups."""
+    if not group.chunkable(m):
+        return []
+    channels, consumer = group.layers[m].k_out, group.layers[m + 1]
+    out = _powers_below(channels)
+    if consumer.groups > 1:
+        per_group = consumer.dims[Dim.C]
+        out += [per_group * j for j in range(1, consumer.groups) if consumer.groups % j == 0]
+    return sorted(c for c in set(out) if group.chunk_error(m, c) is None)
+
+
 def chunk_options(group: FusedGroup) -> list[tuple[int, ...]]:
-    """No chunked map, or one chunked map with a power-of-two chunk below its channels."""
+    """No chunked map, or one chunked map with one of its ``map_chunks``."""
     full = tuple(layer.k_out for layer in group.layers[:-1])
     out = [full]
     for m in range(len(full)):
-        if group.chunkable(m):
-            for c in _powers_below(full[m]):
-                out.append(full[:m] + (c,) + full[m + 1:])
+        for c in map_chunks(group, m):
+            out.append(full[:m] + (c,) + full[m + 1:])
     return out
 
 
