@@ -186,3 +186,25 @@ def test_register_files_lower_dram_traffic_where_the_buffer_is_short() -> None:
     assert least < plain_least
     result = exhaustive(problem, Objective.DRAM)
     assert result.mapping.bypass
+
+
+def test_bypassed_mapping_runs_as_a_program_and_through_eval() -> None:
+    """The program of a bypassed mapping (weights in a register-file memory) runs bit-exact and moves
+    exactly the DRAM bytes and bursts the model predicts; ``api.evaluate`` costs it and names a piece
+    that does not fit."""
+    from tileplan.api import evaluate as api_evaluate
+    from tileplan.program.verify import verify_layer
+
+    layer = Layer.conv("c", c_in=8, h=6, w=6, k_out=8, r=3, s=3, pad=0, precision=Precision.uniform(1))
+    arch = rf_arch(260, (0, 144, 0), lanes=4, dims=("K",))
+    tiles = (1, 1, 8, 8, 2, 4, 3, 3)
+    mapping = _mapping(tiles, (1, 1, 4, 1, 1, 1, 1, 1), "NGKCPQRS", bypass=frozenset({Operand.WEIGHT}))
+    result = verify_layer(layer, arch, mapping)
+    assert result.feasible and result.bit_exact
+    assert result.counted_read_bytes == result.predicted_read_bytes
+    assert result.counted_write_bytes == result.predicted_write_bytes
+    assert result.counted_bursts == result.predicted_bursts
+    cost = api_evaluate(layer, arch, mapping)
+    assert cost.dram_bytes == sum(result.counted_read_bytes) + result.counted_write_bytes
+    with pytest.raises(MappingError, match="piece of the bypassed weight tile needs 288 B"):
+        api_evaluate(layer, arch, _mapping(tiles, (1, 1, 2, 1, 1, 1, 1, 1), bypass=frozenset({Operand.WEIGHT})))

@@ -39,6 +39,8 @@ from tileplan.search import run as run_strategy
 from tileplan.search.exhaustive import SplitSearch, merge_split_searches, search_splits
 from tileplan.search.objective import DramModel, Objective
 from tileplan.search.result import SearchResult
+from tileplan.search.rf_level import pe_problems as rf_problems
+from tileplan.search.rf_level import recost as rf_recost
 from tileplan.search.shared import SharedBest, shared_values
 from tileplan.search.space import split_options
 from tileplan.workload import zoo
@@ -207,9 +209,10 @@ def evaluate(layer: Layer, arch: str | Path | Arch, mapping: Mapping, *,
     level_problems = level_errors(problem, mapping)
     if len(mapping.levels) > 1 or (mapping.levels and mapping.spatial):
         raise MappingError(level_problems[0])
-    costs = evaluate_mappings(problem, [mapping])
+    costs = rf_recost(problem, mapping) if mapping.bypass else evaluate_mappings(problem, [mapping])
     if not costs.feasible[0]:
         factor = 2 if a.double_buffering else 1
+        level_problems = level_problems + rf_problems(problem, mapping)
         over = []
         for mem, need in zip(a.memories, costs.footprint_bytes[0], strict=True):
             if need * factor > mem.size_bytes:

@@ -388,15 +388,14 @@ def _search_chunk(problem: Problem, objective: Objective, t: np.ndarray, grid: C
                   state: _Best, shared: SharedBest | _Floor | None, bypass: frozenset[Operand] = frozenset()) -> None:
     """Cost one chunk of tile vectors ``t`` of split ``s`` under every loop order of ``orders`` with
     ``hoist``; update ``state`` when a mapping beats the best found."""
+    unroll = best_unroll(problem, grid, t, uopts, tables=tables)
     if bypass:
         flags = np.broadcast_to(hoist.array(), (len(t), 3, NDIMS))
-        unroll, fits = fitting_unroll(problem, grid, bypass, t, uopts,
+        unroll, fits = fitting_unroll(problem, grid, bypass, t, uopts, unroll,
                                       lambda tiles, u: compute_cycles(tables, tiles, u), flags)
         t, unroll = t[fits], unroll[fits]
         if not len(t):
             return
-    else:
-        unroll = best_unroll(problem, grid, t, uopts, tables=tables)
     n = len(t)
     batch = MappingBatch(t, np.broadcast_to(orders[0], (n, NDIMS)).copy(),
                          np.broadcast_to(hoist.array(), (n, 3, NDIMS)).copy(), unroll,

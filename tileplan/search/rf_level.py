@@ -43,34 +43,48 @@ def rf_bytes(arch: Arch) -> tuple[int, int, int]:
     return rf.inputs_bytes, rf.weights_bytes, rf.psums_bytes
 
 
+#: An operand bypasses its buffer only when the register files of all PEs together hold at least this
+#: share of that buffer for it (the bound that keeps planning fast; see :func:`bypass_options`).
+RF_SHARE_MIN = 1 / 8
+
+
 def bypass_options(problem: Problem) -> list[Operand]:
-    """Operands that may bypass the on-chip buffer on ``problem``: moved by the layer, with room in
-    the register files, and sharing their buffer with another operand (alone in a memory, moving
-    it frees no room for the others)."""
+    """Operands that may bypass the on-chip buffer on ``problem``: moved by the layer, sharing their
+    buffer with another operand (alone in a memory, moving it frees no room for the others), and
+    with register files that together hold at least :data:`RF_SHARE_MIN` of that buffer.
+
+    The last condition bounds the search: each option is one more exhaustive search of the layer
+    (about as long as the plain one), and a bypassed tile lives in the register files, so when they
+    hold a small fraction of the buffer, that operand's tiles shrink by as much -- it, or the
+    operands it is reused against, is reloaded far more than the room freed saves (on nn_dataflow's
+    machine, 24 B of inputs and 40 B of partial sums per PE against a 128 KiB buffer: no ResNet-50
+    layer gains; 448 B of weights per PE: the 3x3 layers of stage 2 move 3.2 % less)."""
     arch = problem.arch
     caps = rf_bytes(arch)
+    pes = arch.total_pes(problem.precision.input)
     out = []
     for op in OPERANDS:
         memory = arch.memories[problem.memory_of_operand[op]]
-        if problem.has_operand[op] and caps[op] > 0 and len(memory.operands) > 1:
+        if problem.has_operand[op] and len(memory.operands) > 1 and caps[op] > 0 \
+                and caps[op] * pes >= RF_SHARE_MIN * memory.size_bytes:
             out.append(op)
     return out
 
 
 @cache
-def _bypass_arch(arch: Arch, ops: frozenset[Operand]) -> Arch:
+def _bypass_arch(arch: Arch, ops: frozenset[Operand], precision_bytes: int) -> Arch:
     memories = []
     for m in arch.memories:
         kept = [o for o in m.operands if Operand.parse(o) not in ops]
         if kept:
             memories.append(m.model_dump() | {"operands": kept})
-    pes = arch.total_pes(arch.precision_bytes)
+    pes = arch.total_pes(precision_bytes)
     caps = rf_bytes(arch)
     rf = arch.register_file
     for op in sorted(ops):
         memories.append({"name": f"register files ({op.label})", "operands": [op.label],
                          "size_bytes": caps[op] * pes,
-                         "energy_pj_per_byte": rf.energy_pj_per_access / arch.precision_bytes})
+                         "energy_pj_per_byte": rf.energy_pj_per_access / precision_bytes})
     return Arch.model_validate(arch.model_dump() | {"memories": memories})
 
 
@@ -78,7 +92,7 @@ def bypass_problem(problem: Problem, ops: frozenset[Operand]) -> Problem:
     """``problem`` with ``ops`` held in the register files (see the module docstring); cached on it."""
     cache_of: dict[frozenset[Operand], Problem] = problem.__dict__.setdefault("_bypass_problems", {})
     if ops not in cache_of:
-        cache_of[ops] = Problem(problem.layer, _bypass_arch(problem.arch, ops))
+        cache_of[ops] = Problem(problem.layer, _bypass_arch(problem.arch, ops, problem.precision.input))
     return cache_of[ops]
 
 
@@ -89,9 +103,9 @@ def pe_piece_bytes(problem: Problem, grid: CoreGrid, op: Operand, tiles: np.ndar
     along which ``op``'s tile spans the whole slice)."""
     length = np.array(grid.max_length, dtype=np.int64)
     t = np.minimum(np.asarray(tiles, dtype=np.int64), length)
-    if hoist is not None:
+    if hoist is not None and np.asarray(hoist)[:, op, :].any():
         t = np.where(np.asarray(hoist)[:, op, :], length, t)
-    piece = -(-t // np.maximum(np.asarray(unroll, dtype=np.int64), 1))
+    piece = -(-t // np.asarray(unroll, dtype=np.int64))
     elems = np.ones(len(t), dtype=np.int64)
     prec = problem.precision
     if op is Operand.INPUT:
@@ -102,9 +116,8 @@ def pe_piece_bytes(problem: Problem, grid: CoreGrid, op: Operand, tiles: np.ndar
             rows = (piece[:, dp] - 1) * problem.stride[axis] + (piece[:, dk] - 1) * problem.dilation[axis] + 1
             elems *= np.minimum(rows, size)
         return elems * problem.layer.input_count * prec.input
-    for d in range(NDIMS):
-        if Dim(d) in RELEVANT[op]:
-            elems *= piece[:, d]
+    for dim in RELEVANT[op]:
+        elems *= piece[:, dim]
     return elems * (prec.psum if op is Operand.OUTPUT else prec.of(op))
 
 
@@ -121,24 +134,35 @@ def pe_fits(problem: Problem, grid: CoreGrid, ops: frozenset[Operand], tiles: np
 
 
 def fitting_unroll(problem: Problem, grid: CoreGrid, ops: frozenset[Operand], tiles: np.ndarray,
-                   options: np.ndarray, cycles: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                   options: np.ndarray, fastest: np.ndarray, cycles: Callable[[np.ndarray, np.ndarray], np.ndarray],
                    hoist: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """For each tile vector of ``tiles`` (n, 8): the fastest of the unroll ``options`` (k, 8) whose
-    pieces fit (``cycles(tiles, unroll)``: compute cycles, (n,)), the first on a tie; and whether
-    any fits. Rows where none fits get the first option."""
-    n = len(tiles)
-    best = np.full(n, np.inf)
-    choice = np.zeros(n, dtype=np.int64)
+    pieces fit, the first on a tie; and whether any fits. ``fastest`` (n, 8) is each row's fastest
+    option regardless of fit (the plain search's choice: kept where it fits); ``cycles(tiles,
+    unroll)`` gives compute cycles (n,) for the other rows. Rows where none fits keep ``fastest``."""
+    unroll = np.array(fastest, dtype=np.int64, copy=True)
+    fits = pe_fits(problem, grid, ops, tiles, unroll, hoist)
+    rest = np.flatnonzero(~fits)
+    if not len(rest) or len(options) == 1:
+        return unroll, fits
+    sub = tiles[rest]
+    sub_hoist = None if hoist is None else hoist[rest]
+    best = np.full(len(rest), np.inf)
+    choice = np.full(len(rest), -1, dtype=np.int64)
     for k, u in enumerate(options):
-        unroll = np.broadcast_to(u, (n, NDIMS))
-        fits = pe_fits(problem, grid, ops, tiles, unroll, hoist)
-        if not fits.any():
+        ok = pe_fits(problem, grid, ops, sub, np.broadcast_to(u, (len(rest), NDIMS)), sub_hoist)
+        if not ok.any():
             continue
-        cyc = np.where(fits, cycles(tiles, u), np.inf)
+        at = np.flatnonzero(ok)
+        cyc = np.full(len(rest), np.inf)
+        cyc[at] = cycles(sub[at], u)
         better = cyc < best
         best = np.where(better, cyc, best)
         choice = np.where(better, k, choice)
-    return options[choice], np.isfinite(best)
+    found = choice >= 0
+    unroll[rest[found]] = options[choice[found]]
+    fits[rest[found]] = True
+    return unroll, fits
 
 
 def recost(problem: Problem, mapping: Mapping) -> CostBatch:
@@ -163,6 +187,23 @@ def recost(problem: Problem, mapping: Mapping) -> CostBatch:
     return real_footprints(problem, variant, cost)
 
 
+def pe_problems(problem: Problem, mapping: Mapping) -> list[str]:
+    """Why a PE's piece of a bypassed operand of ``mapping`` does not fit its register file (empty: it fits)."""
+    if not mapping.bypass:
+        return []
+    batch = MappingBatch.from_mappings([mapping])
+    grid = problem.core_grid(batch.cluster_split, batch.core_split)
+    caps = rf_bytes(problem.arch)
+    factor = 2 if problem.arch.double_buffering else 1
+    out = []
+    for op in sorted(mapping.bypass):
+        need = int(pe_piece_bytes(problem, grid, op, batch.tiles, batch.unroll, batch.hoist)[0]) * factor
+        if need > caps[op]:
+            out.append(f"a PE's piece of the bypassed {op.label} tile needs {need} B"
+                       f"{' double-buffered' if factor == 2 else ''} but its register file holds {caps[op]} B")
+    return out
+
+
 def real_footprints(problem: Problem, variant: Problem, cost: CostBatch) -> CostBatch:
     """``cost`` (on ``variant``) with footprints per memory of ``problem`` (bypassed operands drop out)."""
     names = [m.name for m in variant.arch.memories]
@@ -174,5 +215,5 @@ def real_footprints(problem: Problem, variant: Problem, cost: CostBatch) -> Cost
     return cost
 
 
-__all__ = ["bypass_options", "bypass_problem", "fitting_unroll", "pe_fits", "pe_piece_bytes", "real_footprints",
-           "recost", "rf_bytes"]
+__all__ = ["bypass_options", "bypass_problem", "fitting_unroll", "pe_fits", "pe_piece_bytes", "pe_problems",
+           "real_footprints", "recost", "rf_bytes"]
