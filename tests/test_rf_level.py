@@ -31,7 +31,7 @@ from tileplan.workload.layer import Layer, Precision
 
 
 def rf_arch(gbuf: int, rf: tuple[int, int, int], *, lanes: int = 4, dims: tuple[str, ...] = ("K", "C"),
-            double_buffering: bool = False) -> Arch:
+            double_buffering: bool = False, clusters: int = 1, cores: int = 1) -> Arch:
     """One core, one buffer shared by all operands, a PE array of ``lanes`` PEs unrolling one of ``dims``,
     register files of ``rf`` bytes (input, weight, partial sums) per PE."""
     return from_dict({
@@ -42,6 +42,7 @@ def rf_arch(gbuf: int, rf: tuple[int, int, int], *, lanes: int = 4, dims: tuple[
         "pe_array": {"axes": [{"name": "x", "size": lanes, "dims": list(dims), "mode": "unrolled", "max_dims": 1}]},
         "register_file": {"inputs_bytes": rf[0], "weights_bytes": rf[1], "psums_bytes": rf[2],
                           "energy_pj_per_access": 0.5},
+        "cores": {"clusters": clusters, "cores_per_cluster": cores},
         "energy": {"mac_pj": 1.0},
     })
 
@@ -208,3 +209,28 @@ def test_bypassed_mapping_runs_as_a_program_and_through_eval() -> None:
     assert cost.dram_bytes == sum(result.counted_read_bytes) + result.counted_write_bytes
     with pytest.raises(MappingError, match="piece of the bypassed weight tile needs 288 B"):
         api_evaluate(layer, arch, _mapping(tiles, (1, 1, 2, 1, 1, 1, 1, 1), bypass=frozenset({Operand.WEIGHT})))
+
+
+def test_plan_in_parallel_parts_includes_the_register_file_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A layer searched as parallel parts (many core splits, two jobs) gets the register-file level
+    too: the same plan as searched whole."""
+    from tileplan import api
+    from tileplan.workload.network import Network
+
+    layer = Layer.conv("w", c_in=4, h=4, w=3, k_out=4, r=1, s=1, pad=0, precision=Precision.uniform(1))
+    arch = rf_arch(8, (2, 4, 2), lanes=4, dims=("K", "C"), clusters=2, cores=2)
+    net = Network("one", (layer,), input_shape=(1, 4, 4, 3))
+    items: list[int] = []
+    real = api.run_parallel
+
+    def spy(fn, args, *, jobs):  # type: ignore[no-untyped-def]
+        items.append(len(args))
+        return real(fn, args, jobs=jobs)
+
+    monkeypatch.setattr(api, "run_parallel", spy)
+    one = api.plan(net, arch, objective="dram", jobs=1)
+    two = api.plan(net, arch, objective="dram", jobs=2)
+    assert items == [1, 2]  # with two jobs the layer ran as two parts
+    assert one.layers[0].mapping is not None and one.layers[0].mapping.bypass
+    assert two.layers[0].mapping == one.layers[0].mapping
+    assert two.layers[0].cost.dram_bytes == one.layers[0].cost.dram_bytes

@@ -36,7 +36,7 @@ from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
 from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
 from tileplan.search import run as run_strategy
-from tileplan.search.exhaustive import SplitSearch, merge_split_searches, search_splits
+from tileplan.search.exhaustive import SplitSearch, merge_split_searches, search_splits, with_register_files
 from tileplan.search.objective import DramModel, Objective
 from tileplan.search.result import SearchResult
 from tileplan.search.rf_level import pe_problems as rf_problems
@@ -397,7 +397,9 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                     found.setdefault(li, []).append(res)
                     if len(found[li]) < parts[li]:
                         continue
-                    res = _layer_plan(todo[li], a, merge_split_searches(Problem(todo[li], a), found.pop(li)))
+                    whole = Problem(todo[li], a)  # the parts' result, then the register-file level as exhaustive
+                    res = _layer_plan(todo[li], a, with_register_files(whole, obj, merge_split_searches(
+                        whole, found.pop(li))))
                 results[todo[li].name] = res
                 if progress:
                     progress(len(results), len(todo), todo[li].name)
