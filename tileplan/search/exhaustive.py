@@ -28,7 +28,13 @@ from tileplan.search.hoist import HOISTS, NONE, Hoist, reuse_orders
 from tileplan.search.memo import capacity_free_key, memo
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.result import SearchResult
-from tileplan.search.rf_level import bypass_options, bypass_problem, fitting_unroll, real_footprints
+from tileplan.search.rf_level import (
+    bypass_options,
+    bypass_problem,
+    fits_without_bypass,
+    fitting_unroll,
+    real_footprints,
+)
 from tileplan.search.shared import SharedBest
 from tileplan.search.space import (
     TileGroup,
@@ -176,7 +182,7 @@ def with_register_files(problem: Problem, objective: Objective, base: SearchResu
         variant = bypass_problem(problem, ops)
         floor = np.nextafter(key0 if best is None else best[0], -np.inf)
         part = search_splits(variant, objective, chunk=chunk, shared=_Floor(float(floor)), hoists=hoists,
-                             bypass=ops)
+                             bypass=ops, plain=problem)
         evaluated += part.evaluated
         space += part.space
         seconds += part.seconds
@@ -270,7 +276,8 @@ def merge_split_searches(problem: Problem, parts: list[SplitSearch]) -> SearchRe
 def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
                   progress: Progress | None = None, part: tuple[int, int] = (0, 1),
                   shared: SharedBest | _Floor | None = None, orders: np.ndarray | None = None,
-                  hoists: tuple[Hoist, ...] | None = None, bypass: frozenset[Operand] = frozenset()) -> SplitSearch:
+                  hoists: tuple[Hoist, ...] | None = None, bypass: frozenset[Operand] = frozenset(),
+                  plain: Problem | None = None) -> SplitSearch:
     """Search the splits of visit rank ``r`` with ``r % part[1] == part[0]`` (all of them by
     default). ``shared``: the best value other parts found so far; a split or a chunk is skipped
     for it only when it cannot even tie (so the merged result does not depend on timing).
@@ -282,7 +289,9 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     do not hold for hoisted boxes, so a hoisted configuration is pruned by the others only.
 
     ``bypass``: the operands ``problem`` holds in the PEs' register files (``rf_level.bypass_problem``);
-    each tile vector then takes the fastest unroll whose pieces fit them, and is dropped when none does."""
+    each tile vector then takes the fastest unroll whose pieces fit them, and is dropped when none does;
+    with the DRAM objective and ``plain`` (the problem without bypass), so is a tile vector that surely
+    fits ``plain`` (the same DRAM bytes as there: only a strictly lower value is sought)."""
     t0 = time.perf_counter()
     splits = split_options(problem)
     if hoists is None:
@@ -364,7 +373,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
                          partial(_feasible_tiles, problem, groups))
             for start in range(0, len(tiles), chunk):
                 _search_chunk(problem, objective, tiles[start:start + chunk], grid, tables, uopts, h_orders, hoist,
-                              splits[s], split_bounds, s, rank, state, shared, bypass)
+                              splits[s], split_bounds, s, rank, state, shared, bypass, plain)
     if progress:
         progress(len(splits), len(splits))
     return SplitSearch(state.best, state.key or (), state.rank, state.evaluated, space, searched, len(splits),
@@ -385,12 +394,18 @@ class _Best:
 def _search_chunk(problem: Problem, objective: Objective, t: np.ndarray, grid: CoreGrid, tables: KernelTables,
                   uopts: np.ndarray, orders: np.ndarray, hoist: Hoist,
                   split: tuple[tuple[int, ...], tuple[int, ...]], split_bounds: SplitBounds, s: int, rank: int,
-                  state: _Best, shared: SharedBest | _Floor | None, bypass: frozenset[Operand] = frozenset()) -> None:
+                  state: _Best, shared: SharedBest | _Floor | None, bypass: frozenset[Operand] = frozenset(),
+                  plain: Problem | None = None) -> None:
     """Cost one chunk of tile vectors ``t`` of split ``s`` under every loop order of ``orders`` with
     ``hoist``; update ``state`` when a mapping beats the best found."""
     unroll = best_unroll(problem, grid, t, uopts, tables=tables)
     if bypass:
         flags = np.broadcast_to(hoist.array(), (len(t), 3, NDIMS))
+        if plain is not None and objective is Objective.DRAM:
+            keep = ~fits_without_bypass(plain, grid, bypass, t, flags)
+            t, unroll, flags = t[keep], unroll[keep], flags[keep]
+            if not len(t):
+                return
         unroll, fits = fitting_unroll(problem, grid, bypass, t, uopts, unroll,
                                       lambda tiles, u: compute_cycles(tables, tiles, u), flags)
         t, unroll = t[fits], unroll[fits]

@@ -135,6 +135,25 @@ def pe_fits(problem: Problem, grid: CoreGrid, ops: frozenset[Operand], tiles: np
     return ok
 
 
+def fits_without_bypass(problem: Problem, grid: CoreGrid, ops: frozenset[Operand], tiles: np.ndarray,
+                        hoist: np.ndarray | None = None) -> np.ndarray:
+    """(n,) tile vectors that surely fit ``problem``'s memories with nothing bypassed (an upper bound
+    of every operand's tile footprint: the piece of :func:`pe_piece_bytes` on one PE), given that the
+    memories the bypassed ``ops`` leave already hold their other operands. Such a tile vector moves
+    the same DRAM bytes either way, so a bypass cannot lower the least DRAM traffic with it."""
+    arch = problem.arch
+    ones = np.ones_like(np.asarray(tiles, dtype=np.int64))
+    factor = 2 if arch.double_buffering else 1
+    ok = np.ones(len(tiles), dtype=bool)
+    for m in {problem.memory_of_operand[op] for op in ops}:
+        need = np.zeros(len(tiles), dtype=np.int64)
+        for op in OPERANDS:
+            if problem.memory_of_operand[op] == m and problem.has_operand[op]:
+                need += pe_piece_bytes(problem, grid, op, tiles, ones, hoist)
+        ok &= need * factor <= arch.memories[m].size_bytes
+    return ok
+
+
 def fitting_unroll(problem: Problem, grid: CoreGrid, ops: frozenset[Operand], tiles: np.ndarray,
                    options: np.ndarray, fastest: np.ndarray, cycles: Callable[[np.ndarray, np.ndarray], np.ndarray],
                    hoist: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -217,5 +236,5 @@ def real_footprints(problem: Problem, variant: Problem, cost: CostBatch) -> Cost
     return cost
 
 
-__all__ = ["bypass_options", "bypass_problem", "fitting_unroll", "pe_fits", "pe_piece_bytes", "pe_problems",
-           "real_footprints", "recost", "rf_bytes"]
+__all__ = ["bypass_options", "bypass_problem", "fits_without_bypass", "fitting_unroll", "pe_fits", "pe_piece_bytes",
+           "pe_problems", "real_footprints", "recost", "rf_bytes"]
