@@ -1,6 +1,10 @@
 """Every figure of every experiment says which paper figure or table it reproduces ("Fig. 8", "Figs.
 16-19", "Table 2") or is marked ours only: each experiment runs in --quick mode and every figure is
-drawn (conftest's lint checks titles and units of every figure a test saves; this checks captions)."""
+drawn (conftest's lint checks titles and units of every figure a test saves; this checks captions).
+
+The sweep over all six --quick runs is ``slow`` (about 8 minutes on 2 cores): in the default run the
+captions are checked on every result the experiments' own quick tests write (conftest wraps
+``write_result``), on TSO's quick result and on the HW-Flow-Fusion parts built in test_hwff_experiment."""
 
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ def test_caption_rule() -> None:
     assert caption_problem("a", ["ours only: lower-case mark"]) is not None  # the mark is spelled exactly
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", experiments.names())
 def test_every_quick_figure_names_its_paper_figure(name: str) -> None:
     res = experiments.run(name, quick=True, jobs=1)

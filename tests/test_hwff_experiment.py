@@ -31,6 +31,7 @@ def test_fig12_13_reuse_buffer_smaller_than_alwani() -> None:
     assert "92.8 %" in fig12.explanation  # the three layers' own volume, said as such
     assert {c.key for c in res.comparisons} == {"fig12.saving_first3_pct", "fig13.reuse_smaller_min_pct",
                                                  "fig13.reuse_smaller_max_pct"}
+    assert res.caption_problems() == []
 
 
 def test_reference_has_every_number_the_experiment_compares() -> None:
@@ -63,6 +64,7 @@ def test_fig4_resnet18_pixels_then_weights() -> None:
     hwff_extra.fig4(res, api.load_network("resnet18"))
     from tileplan.report import plots
     assert plots.figure_problems(res.figures["fig4_resnet18_volumes"]()) == []
+    assert res.caption_problems() == []
     assert "res4a_conv1" in res.notes[0]
 
 
@@ -93,6 +95,7 @@ def test_table7_all_pairs_quick() -> None:
 
     from tileplan.report import plots
     assert all(plots.figure_problems(draw()) == [] for draw in res.figures.values()) and res.figures
+    assert res.caption_problems() == []
 
 
 def test_figs18_19_spatial_groups_of_four_layers() -> None:

@@ -72,7 +72,7 @@ def emit(
         api.check_options(strategy=strategy, objective=objective)
         check_distinct([("--output", output)], [("the model file", model), ("the accelerator file", arch)])
         if group is not None:
-            from tileplan.fusion.program import generate_fused
+            from tileplan.fusion.block_program import fused_program
             from tileplan.report.files import write_text_atomic
 
             if target not in ("ir", "c"):
@@ -81,7 +81,7 @@ def emit(
             check_output_file(output)
             a = api.load_arch(arch, sets or ())
             fused, res = api.plan_group(model, a, group.split("+"), objective=objective)
-            fprog = generate_fused(fused, a, res.mapping)
+            fprog = fused_program(fused, a, res.mapping)
             if target == "c":
                 from tileplan.fusion.cgen import emit_fused_c
 

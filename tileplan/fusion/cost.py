@@ -32,6 +32,7 @@ from tileplan.arch.spec import Arch
 from tileplan.cost.batch import CostBatch
 from tileplan.cost.problem import Problem
 from tileplan.dims import Dim
+from tileplan.fusion.block import max_extent, propagate_block, x_extents
 from tileplan.fusion.group import FusedGroup, Overlap
 from tileplan.fusion.propagate import AxisGeom, AxisTiles, histogram, propagate
 from tileplan.search.memo import capacity_free_key, memo
@@ -127,8 +128,12 @@ class GroupModel:
         tq = np.arange(1, last.q + 1) if tiles_q is None else np.asarray(tiles_q, dtype=np.int64)
         self.row_geoms = [AxisGeom(x.h, x.p, x.stride[0], x.dilation[0], x.r, x.pad[0]) for x in self.layers]
         self.col_geoms = [AxisGeom(x.w, x.q, x.stride[1], x.dilation[1], x.s, x.pad[2]) for x in self.layers]
-        self.rows = propagate(self.row_geoms, tp)
-        self.cols = propagate(self.col_geoms, tq)
+        if group.is_block:  # branches and joins: windows are hulls over each tensor's readers
+            self.rows: AxisTiles = propagate_block(group, self.row_geoms, tp)
+            self.cols: AxisTiles = propagate_block(group, self.col_geoms, tq)
+        else:
+            self.rows = propagate(self.row_geoms, tp)
+            self.cols = propagate(self.col_geoms, tq)
         self.shape = (len(tp), len(tq))
         self.n = len(tp) * len(tq)
         self._cache: dict[tuple[object, ...], np.ndarray] = {}
@@ -198,6 +203,8 @@ class GroupModel:
                 ext, size = ax.out_hi[m] - ax.new_lo[m], out_size
             elif kind == "in":
                 ext, size = ax.in_hi[m] - ax.in_lo[m], in_size
+            elif kind == "x":  # the group's input tensor (a block group: the hull of its readers' windows)
+                ext, size = x_extents(ax), in_size
             elif kind == "newin":
                 ext, size = ax.newin_hi[m] - ax.newin_lo[m], in_size
             else:  # "fetch": the new part of the input window (what DRAM delivers with reuse buffers)
@@ -222,6 +229,24 @@ class GroupModel:
             cols = np.max(np.where(self.cols.valid, self.cols.in_hi[m] - self.cols.in_lo[m], 0), axis=1)
             out.append((rows, cols))
         return out
+
+    def input_kind(self, reuse: bool) -> str:
+        """The ``hist`` kind of what DRAM delivers of the group's input per step: its window (``in``;
+        of a block group the hull of its readers', ``x``) or, with reuse buffers, the window's new part."""
+        return "x" if self.group.is_block else "fetch" if reuse else "in"
+
+    def input_area(self) -> np.ndarray:
+        """(n,) rows x columns of the group input's largest window (a chain: ``window_area(0)``)."""
+        if not self.group.is_block:
+            return self.window_area(0)
+        return self.cached(("x_area",), lambda: self.pair(max_extent(self.rows, x_extents(self.rows)),
+                                                          max_extent(self.cols, x_extents(self.cols))))
+
+    def out_window_area(self, m: int) -> np.ndarray:
+        """(n,) rows x columns of layer ``m``'s largest output window (a block group's on-chip tensor)."""
+        return self.cached(("out_window", m), lambda: self.pair(
+            max_extent(self.rows, self.rows.out_hi[m] - self.rows.out_lo[m]),
+            max_extent(self.cols, self.cols.out_hi[m] - self.cols.out_lo[m])))
 
     @cached_property
     def max_out(self) -> tuple[np.ndarray, np.ndarray]:
