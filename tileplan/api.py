@@ -37,9 +37,11 @@ from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
 from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
 from tileplan.search import run as run_strategy
-from tileplan.search.exhaustive import SplitSearch, merge_split_searches, search_splits
+from tileplan.search.exhaustive import SplitSearch, merge_split_searches, search_splits, with_register_files
 from tileplan.search.objective import DramModel, Objective
 from tileplan.search.result import SearchResult
+from tileplan.search.rf_level import pe_problems as rf_problems
+from tileplan.search.rf_level import recost as rf_recost
 from tileplan.search.shared import SharedBest, shared_values
 from tileplan.search.space import split_options
 from tileplan.workload import zoo
@@ -208,9 +210,10 @@ def evaluate(layer: Layer, arch: str | Path | Arch, mapping: Mapping, *,
     level_problems = level_errors(problem, mapping)
     if len(mapping.levels) > 1 or (mapping.levels and mapping.spatial):
         raise MappingError(level_problems[0])
-    costs = evaluate_mappings(problem, [mapping])
+    costs = rf_recost(problem, mapping) if mapping.bypass else evaluate_mappings(problem, [mapping])
     if not costs.feasible[0]:
         factor = 2 if a.double_buffering else 1
+        level_problems = level_problems + rf_problems(problem, mapping)
         over = []
         for mem, need in zip(a.memories, costs.footprint_bytes[0], strict=True):
             if need * factor > mem.size_bytes:
@@ -395,7 +398,9 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
                     found.setdefault(li, []).append(res)
                     if len(found[li]) < parts[li]:
                         continue
-                    res = _layer_plan(todo[li], a, merge_split_searches(Problem(todo[li], a), found.pop(li)))
+                    whole = Problem(todo[li], a)  # the parts' result, then the register-file level as exhaustive
+                    res = _layer_plan(todo[li], a, with_register_files(whole, obj, merge_split_searches(
+                        whole, found.pop(li))))
                 results[todo[li].name] = res
                 if progress:
                     progress(len(results), len(todo), todo[li].name)

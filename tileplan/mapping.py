@@ -14,6 +14,10 @@
 * ``levels``: on-chip levels below the DRAM tiles (MARVEL's level-2/level-1, Timeloop's inner
   levels), outermost first; each is a :class:`Level`. Empty (the default) is the two-level mapping
   DRAM <-> on-chip memories with ``spatial`` unrolling, costed exactly as before levels existed.
+* ``bypass``: operands whose DRAM tiles go straight into the PEs' register files, bypassing the
+  on-chip memory that otherwise holds them (nn_dataflow's per-operand GBUF bypass): each PE holds
+  its piece of the tile (``spatial`` splits it) for the whole tile's life. Empty: every operand
+  is held in its on-chip memory (``search.rf_level`` costs and searches the others).
 """
 
 from __future__ import annotations
@@ -138,6 +142,7 @@ class Mapping:
     spatial: tuple[tuple[tuple[Dim, int], ...], ...] = ()
     layouts: tuple[str, str, str] = DEFAULT_LAYOUTS
     levels: tuple[Level, ...] = ()
+    bypass: frozenset[Operand] = frozenset()
     _key: tuple[object, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -164,8 +169,13 @@ class Mapping:
             if sorted(layout) != sorted(LAYOUT_LETTERS[op]):
                 raise MappingError(f"layout of {op.label} must be a permutation of "
                                    f"{LAYOUT_LETTERS[op]}, got {layout!r}")
+        object.__setattr__(self, "bypass", frozenset(Operand(op) for op in self.bypass))
+        if self.bypass and self.levels:
+            raise MappingError("a mapping with levels holds every operand at its levels; bypass is for "
+                               "two-level mappings (leave one of them empty)")
         object.__setattr__(self, "_key", (self.tiles, self.order, self.hoist, self.cluster_split,
-                                          self.core_split, self.spatial, self.layouts, self.levels))
+                                          self.core_split, self.spatial, self.layouts, self.levels,
+                                          tuple(sorted(self.bypass))))
 
     # ----------------------------------------------------------------- convenience
     def tile(self, d: Dim) -> int:
@@ -214,6 +224,9 @@ class Mapping:
             lines.append(f"{indent}# hoisted: {', '.join(hoisted)}")
         spatial = " x ".join(",".join(f"{d.name}{f}" for d, f in axis) or "-" for axis in self.spatial)
         lines.append(f"{indent}compute tile{' on PE array ' + spatial if spatial else ''}")
+        if self.bypass:
+            held = ", ".join(op.label for op in OPERANDS if op in self.bypass)
+            lines.append(f"# register files hold the {held} tiles (bypassing the on-chip buffer)")
         if self.layouts != DEFAULT_LAYOUTS:
             lines.append(f"# layouts: input {self.layouts[0]}, weight {self.layouts[1]}, "
                          f"output {self.layouts[2]}")
@@ -234,7 +247,8 @@ class Mapping:
             },
             "spatial": [{d.name: f for d, f in axis} for axis in self.spatial],
             "layouts": {op.label: layout for op, layout in zip(OPERANDS, self.layouts, strict=True)},
-        } | ({"levels": [level.to_dict() for level in self.levels]} if self.levels else {})
+        } | ({"levels": [level.to_dict() for level in self.levels]} if self.levels else {}) | (
+            {"bypass": [op.label for op in OPERANDS if op in self.bypass]} if self.bypass else {})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -242,7 +256,7 @@ class Mapping:
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, dims: dict[Dim, int] | None = None) -> Mapping:
         """Parse :meth:`to_dict` output. Missing tiles default to the full dimension (``dims``) or 1."""
-        known = {"tiles", "order", "hoist", "split", "spatial", "layouts", "levels"}
+        known = {"tiles", "order", "hoist", "split", "spatial", "layouts", "levels", "bypass"}
         extra = set(data) - known
         if extra:
             raise MappingError(f"mapping has unknown fields {sorted(extra)}; known: {sorted(known)}")
@@ -270,11 +284,15 @@ class Mapping:
             for op_name, lay in lay_in.items():
                 layouts[Operand.parse(op_name)] = str(lay).upper()
             levels = tuple(Level.from_dict(lv) for lv in data.get("levels", []))
+            bypass_in = data.get("bypass", [])
+            if not isinstance(bypass_in, list):
+                raise MappingError(f"bypass must be a list of operands (input, weight, output), got {bypass_in!r}")
+            bypass = frozenset(Operand.parse(str(op)) for op in bypass_in)
         except (ValueError, TypeError, AttributeError) as err:
             raise MappingError(f"malformed mapping: {err}") from None
         return cls(tiles=tiles, order=tuple(order_list), hoist=(hoist[0], hoist[1], hoist[2]),
                    cluster_split=tuple(cluster), core_split=tuple(core), spatial=spatial,
-                   layouts=(layouts[0], layouts[1], layouts[2]), levels=levels)
+                   layouts=(layouts[0], layouts[1], layouts[2]), levels=levels, bypass=bypass)
 
     @classmethod
     def from_json(cls, text: str, *, dims: dict[Dim, int] | None = None) -> Mapping:

@@ -36,6 +36,7 @@ LOCK_NAME = "tileplan-compile.lock"
 _held: dict[str, bool] = {}
 _read_at: dict[str, float] = {}
 _loaded: set[str] = set()  # loops loaded from numba's cache in this process
+_found: dict[str, list[tuple[Any, ...]]] = {}  # signatures the last cache check read, until loaded
 
 
 def mode() -> str:
@@ -64,7 +65,9 @@ def _cache_holds(py_func: Callable[..., Any]) -> bool:
     folder = source.parent / "__pycache__"
     if os.access(source.parent, os.W_OK) and not any(folder.glob(f"{source.stem}.{py_func.__name__}-*.nbi")):
         return False  # numba writes next to a writable source: nothing there, no need to import numba
-    return bool(cached_signatures(py_func))
+    found = cached_signatures(py_func)
+    _found[f"{py_func.__module__}.{py_func.__qualname__}"] = found  # :func:`load` reads it once, not again
+    return bool(found)
 
 
 def cached_signatures(py_func: Callable[..., Any]) -> list[tuple[Any, ...]]:
@@ -127,7 +130,8 @@ def load(dispatcher: Any, py_func: Callable[..., Any]) -> None:
     with it (one that allocates). A later compile of a new signature refreshes the registries as
     usual. docs/architecture-startup.md has the measurements."""
     key = f"{py_func.__module__}.{py_func.__qualname__}"
-    signatures = [] if key in _loaded else cached_signatures(py_func)
+    found = _found.pop(key, None)
+    signatures = [] if key in _loaded else found if found is not None else cached_signatures(py_func)
     if not signatures:
         return
     _loaded.add(key)  # (a cache file unreadable now is compiled at the first call, as numba does)

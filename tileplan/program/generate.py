@@ -48,6 +48,7 @@ from tileplan.program.ir import (
     tensor_operand,
 )
 from tileplan.program.kernels import Geometry, region_pads, window
+from tileplan.search.rf_level import bypass_problem
 from tileplan.workload.layer import Layer, OpKind
 
 #: Ops a program can compute (a DATA_MOVE's element mapping is not part of the layer description).
@@ -338,6 +339,9 @@ def generate_program(layer: Layer, arch: Arch, mapping: Mapping) -> Program:
         raise ProgramError(f"layer {layer.name!r}: no program for {layer.op.value} layers; programs cover "
                            f"{', '.join(sorted(op.value for op in _SUPPORTED))}")
     problem = Problem(layer, arch)
+    if mapping.bypass:  # its bypassed tiles live in the PEs' register files (one memory here)
+        problem = bypass_problem(problem, mapping.bypass)
+        arch = problem.arch
     _check_split(problem, mapping)
     builder = _Builder(problem, mapping)
     if problem.layer.moves_data:

@@ -17,6 +17,7 @@ from tileplan.program.executor import execute
 from tileplan.program.generate import generate_program
 from tileplan.program.ir import Program
 from tileplan.program.reference import reference_output
+from tileplan.search.rf_level import recost as rf_recost
 from tileplan.workload.layer import Layer
 
 _OPS = ("input", "weight", "output")
@@ -142,7 +143,7 @@ def compare(layer: Layer, arch: Arch, mapping: Mapping, program: Program, result
     """Set an execution's counts beside the model's prediction (``expected``: reference output,
     ``None`` when the layer computes nothing, as a concat)."""
     problem = Problem(layer, arch)
-    cost = evaluate_mappings(problem, [mapping])
+    cost = rf_recost(problem, mapping) if mapping.bypass else evaluate_mappings(problem, [mapping])
 
     def ints(values: np.ndarray) -> tuple[int, int, int]:
         return (int(round(values[0])), int(round(values[1])), int(round(values[2])))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -14,18 +15,26 @@ from tileplan.cost.batch import CostBatch, MappingBatch
 from tileplan.cost.kernel_tables import KernelTables
 from tileplan.cost.model import best_unroll as model_best_unroll
 from tileplan.cost.model import (
+    compute_cycles,
     evaluate,
     evaluate_orders,
     grid_tables,
     split_tables,
 )
 from tileplan.cost.problem import CoreGrid, Problem, SplitTable
-from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim
+from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
 from tileplan.mapping import Mapping
 from tileplan.search.hoist import HOISTS, NONE, Hoist, reuse_orders
 from tileplan.search.memo import capacity_free_key, memo
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.result import SearchResult
+from tileplan.search.rf_level import (
+    bypass_options,
+    bypass_problem,
+    fits_without_bypass,
+    fitting_unroll,
+    real_footprints,
+)
 from tileplan.search.shared import SharedBest
 from tileplan.search.space import (
     TileGroup,
@@ -131,9 +140,62 @@ def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
     by default every reuse class (``space.class_orders``, ``hoist.reuse_orders`` when hoisted).
     ``hoists``: the hoist configurations searched (default: all of ``HOISTS``, or none but the
     plain one when ``orders`` fixes the dataflows).
+
+    Where the machine's PEs have register files, the default search (no ``orders``) also holds one
+    operand's tiles in them instead of the on-chip buffer (``search.rf_level``; :func:`with_register_files`).
     """
-    return merge_split_searches(problem, [search_splits(problem, objective, chunk=chunk, progress=progress,
+    base = merge_split_searches(problem, [search_splits(problem, objective, chunk=chunk, progress=progress,
                                                         orders=orders, hoists=hoists)])
+    if orders is not None:
+        return base
+    return with_register_files(problem, objective, base, chunk=chunk, hoists=hoists)
+
+
+class _Floor:
+    """A fixed value to prune with, in the place of a ``SharedBest`` (nothing is offered back)."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def get(self) -> float:
+        return self.value
+
+    def offer(self, value: float) -> None:
+        pass
+
+
+def with_register_files(problem: Problem, objective: Objective, base: SearchResult, *, chunk: int = 1 << 16,
+                        hoists: tuple[Hoist, ...] | None = None) -> SearchResult:
+    """``base`` (the exhaustive result with every operand in its on-chip memory), or better: for each
+    operand that may bypass its buffer (``rf_level.bypass_options``), the exhaustive search of the
+    mappings holding that operand's tiles in the PEs' register files. Such a mapping replaces
+    ``base`` only when its objective value is strictly less, so each of these searches prunes every
+    split and chunk that cannot beat ``base`` (often all of them: then it costs only the bounds)."""
+    options = bypass_options(problem)
+    if not options:
+        return base
+    key0 = float(objective.key(base.cost)[0])
+    best: tuple[float, SplitSearch, Problem, frozenset[Operand]] | None = None
+    evaluated, space, seconds = base.evaluated, base.space_size, base.seconds
+    for op in options:
+        ops = frozenset({op})
+        variant = bypass_problem(problem, ops)
+        floor = np.nextafter(key0 if best is None else best[0], -np.inf)
+        part = search_splits(variant, objective, chunk=chunk, shared=_Floor(float(floor)), hoists=hoists,
+                             bypass=ops, plain=problem)
+        evaluated += part.evaluated
+        space += part.space
+        seconds += part.seconds
+        if part.best is not None and part.key[0] < (key0 if best is None else best[0]):
+            best = (part.key[0], part, variant, ops)
+    if best is None:
+        return dataclasses.replace(base, evaluated=evaluated, space_size=space, seconds=seconds)
+    _, part, variant, ops = best
+    assert part.best is not None
+    mapping, cost = part.best
+    return dataclasses.replace(base, mapping=dataclasses.replace(mapping, bypass=ops),
+                               cost=real_footprints(problem, variant, cost), evaluated=evaluated,
+                               space_size=space, seconds=seconds)
 
 
 #: The tile vectors of a chunk with the least bounds, evaluated first for a value to prune the rest
@@ -213,8 +275,9 @@ def merge_split_searches(problem: Problem, parts: list[SplitSearch]) -> SearchRe
 
 def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
                   progress: Progress | None = None, part: tuple[int, int] = (0, 1),
-                  shared: SharedBest | None = None, orders: np.ndarray | None = None,
-                  hoists: tuple[Hoist, ...] | None = None) -> SplitSearch:
+                  shared: SharedBest | _Floor | None = None, orders: np.ndarray | None = None,
+                  hoists: tuple[Hoist, ...] | None = None, bypass: frozenset[Operand] = frozenset(),
+                  plain: Problem | None = None) -> SplitSearch:
     """Search the splits of visit rank ``r`` with ``r % part[1] == part[0]`` (all of them by
     default). ``shared``: the best value other parts found so far; a split or a chunk is skipped
     for it only when it cannot even tie (so the merged result does not depend on timing).
@@ -223,7 +286,12 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     Within a split the plain space comes first, then each hoist configuration; a hoisted mapping
     replaces the best only when its key is strictly less. The split bounds that assume one tile
     vector for every operand (``SplitBounds.tight``, ``tight_runs``: trip counts whose tiles fit)
-    do not hold for hoisted boxes, so a hoisted configuration is pruned by the others only."""
+    do not hold for hoisted boxes, so a hoisted configuration is pruned by the others only.
+
+    ``bypass``: the operands ``problem`` holds in the PEs' register files (``rf_level.bypass_problem``);
+    each tile vector then takes the fastest unroll whose pieces fit them, and is dropped when none does;
+    with the DRAM objective and ``plain`` (the problem without bypass), so is a tile vector that surely
+    fits ``plain`` (the same DRAM bytes as there: only a strictly lower value is sought)."""
     t0 = time.perf_counter()
     splits = split_options(problem)
     if hoists is None:
@@ -305,7 +373,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
                          partial(_feasible_tiles, problem, groups))
             for start in range(0, len(tiles), chunk):
                 _search_chunk(problem, objective, tiles[start:start + chunk], grid, tables, uopts, h_orders, hoist,
-                              splits[s], split_bounds, s, rank, state, shared)
+                              splits[s], split_bounds, s, rank, state, shared, bypass, plain)
     if progress:
         progress(len(splits), len(splits))
     return SplitSearch(state.best, state.key or (), state.rank, state.evaluated, space, searched, len(splits),
@@ -326,11 +394,24 @@ class _Best:
 def _search_chunk(problem: Problem, objective: Objective, t: np.ndarray, grid: CoreGrid, tables: KernelTables,
                   uopts: np.ndarray, orders: np.ndarray, hoist: Hoist,
                   split: tuple[tuple[int, ...], tuple[int, ...]], split_bounds: SplitBounds, s: int, rank: int,
-                  state: _Best, shared: SharedBest | None) -> None:
+                  state: _Best, shared: SharedBest | _Floor | None, bypass: frozenset[Operand] = frozenset(),
+                  plain: Problem | None = None) -> None:
     """Cost one chunk of tile vectors ``t`` of split ``s`` under every loop order of ``orders`` with
     ``hoist``; update ``state`` when a mapping beats the best found."""
-    n = len(t)
     unroll = best_unroll(problem, grid, t, uopts, tables=tables)
+    if bypass:
+        flags = np.broadcast_to(hoist.array(), (len(t), 3, NDIMS))
+        if plain is not None and objective is Objective.DRAM:
+            keep = ~fits_without_bypass(plain, grid, bypass, t, flags)
+            t, unroll, flags = t[keep], unroll[keep], flags[keep]
+            if not len(t):
+                return
+        unroll, fits = fitting_unroll(problem, grid, bypass, t, uopts, unroll,
+                                      lambda tiles, u: compute_cycles(tables, tiles, u), flags)
+        t, unroll = t[fits], unroll[fits]
+        if not len(t):
+            return
+    n = len(t)
     batch = MappingBatch(t, np.broadcast_to(orders[0], (n, NDIMS)).copy(),
                          np.broadcast_to(hoist.array(), (n, 3, NDIMS)).copy(), unroll,
                          np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy(),

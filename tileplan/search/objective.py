@@ -11,6 +11,7 @@ from tileplan.cost.model import evaluate
 from tileplan.cost.problem import Problem
 from tileplan.errors import TileplanError
 from tileplan.mapping import Mapping
+from tileplan.search.rf_level import recost as rf_recost
 
 
 class Objective(StrEnum):
@@ -101,5 +102,8 @@ def volume_problem(problem: Problem) -> Problem:
 
 
 def recost(problem: Problem, mapping: Mapping) -> CostBatch:
-    """The full cost of one chosen mapping on ``problem`` (length-1 batch)."""
+    """The full cost of one chosen mapping on ``problem`` (length-1 batch; its bypassed operands in
+    the register files, ``search.rf_level``)."""
+    if mapping.bypass:
+        return rf_recost(problem, mapping)
     return evaluate(problem, MappingBatch.from_mappings([mapping]))
