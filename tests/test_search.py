@@ -186,9 +186,10 @@ def test_split_bounds_never_exceed_the_split_optimum(case, objective: Objective)
     orders = class_orders()
     for cl, co in split_options(problem):
         grid = problem.core_grid(cl, co)
-        rows = [(tiles, order) for tiles in product(*[range(1, n + 1) for n in grid.max_length]) for order in orders]
-        n = len(rows)
-        batch = MappingBatch(np.array([r[0] for r in rows]), np.array([r[1] for r in rows]),
+        tile_set = np.array(list(product(*[range(1, n + 1) for n in grid.max_length])), dtype=np.int64)
+        it, io = (i.reshape(-1) for i in np.indices((len(tile_set), len(orders))))  # every (tiles, order)
+        n = len(it)
+        batch = MappingBatch(tile_set[it], np.asarray(orders, dtype=np.int64)[io],
                              np.zeros((n, 3, NDIMS), dtype=bool), np.ones((n, NDIMS), dtype=np.int64),
                              np.tile(MappingBatch.default_layout_codes(), (n, 1)), cl, co)
         best = float(objective.key(evaluate(problem, batch)).min())
