@@ -30,3 +30,23 @@ def _figures_are_readable(monkeypatch: pytest.MonkeyPatch) -> None:
         return real(fig, folder, name)
 
     monkeypatch.setattr(plots, "save", checked)
+
+
+@pytest.fixture(autouse=True)
+def _experiment_captions_name_paper_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every experiment result a test writes (the --quick CLI runs) has captions naming the paper figure
+    or table each figure reproduces, or marked ours only (``ExperimentResult.caption_problems``)."""
+    common = sys.modules.get("tileplan.experiments.common")
+    if common is None:
+        try:
+            import tileplan.experiments.common as common
+        except ImportError:
+            return
+    real = common.write_result
+
+    def checked(result, out_dir):  # type: ignore[no-untyped-def]
+        problems = result.caption_problems()
+        assert not problems, "; ".join(problems)
+        return real(result, out_dir)
+
+    monkeypatch.setattr(common, "write_result", checked)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -41,22 +40,29 @@ def toy_arch(*, burst: int = 16, sizes: tuple[int, int, int] = (1 << 20, 1 << 20
 
 def check_program_binary(exe: Path, layer: Layer, program: Program, tmp: Path, seed: int = 0) -> None:
     """Run a compiled program (C or emulated CUDA) on random operands: its output equals the direct
-    reference and the byte counts it prints equal the executor's."""
+    reference (float kinds: within a relative 1e-9) and the bytes, bursts and aligned blocks it prints
+    equal the executor's."""
+    from tileplan.program.cgen import operand_format
+    from tileplan.program.cverify import parse_report
+    from tileplan.program.verify import outputs_match
+
     inputs, weight = random_operands(layer, np.random.default_rng(seed), -100, 100)
     args = []
+    fmt_in, fmt_out = operand_format(program)
     for i, x in enumerate(inputs + ([weight] if weight is not None else [])):
         path = tmp / f"operand{i}.bin"
-        x.astype("<i4").tofile(path)
+        x.astype(fmt_in).tofile(path)
         args.append(str(path))
     out_path = tmp / "output.bin"
     done = subprocess.run([str(exe), *args, str(out_path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     expected = reference_output(layer, inputs, weight)
-    got = np.fromfile(out_path, dtype="<i8").reshape(expected.shape)
-    np.testing.assert_array_equal(got, expected)
+    got = np.fromfile(out_path, dtype=fmt_out).reshape(expected.shape)
+    assert outputs_match(layer, got, expected), np.max(np.abs(got - expected))
     counted = execute(program, inputs, weight)
-    numbers = [int(v) for v in re.findall(r"-?\d+", done.stdout)]
-    assert numbers == [*counted.read_bytes, counted.write_bytes], done.stdout
+    read, written, bursts, blocks = parse_report(done.stdout)
+    assert (read, written) == (counted.read_bytes, counted.write_bytes), done.stdout
+    assert (bursts, blocks) == (counted.bursts, counted.aligned_bursts), done.stdout
 
 
 def shrink(layer: Layer) -> Layer:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -78,3 +79,17 @@ def test_generated_c_is_timed_per_layer() -> None:
     plan = api.plan(net, arch, strategy="eplanner", objective="perf-per-byte", jobs=1)
     times = time_layers(net, arch, plan, repeats=2)
     assert set(times) == {"small", "large"} and times["large"] > times["small"] > 0
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler: `cc` is not on PATH")
+def test_generated_c_of_element_wise_layers_is_timed() -> None:
+    """Float element-wise programs link libm and read float64 operands: a softmax and a silu are timed."""
+    from tileplan.workload.transformer import elementwise
+
+    softmax = elementwise("softmax", "softmax", channels=64, rows=32, row_channels=16)
+    silu = replace(elementwise("silu", "silu", channels=64, rows=32), inputs=("softmax",))
+    net = Network("ew", (softmax, silu), (1, 64, 32, 1))
+    arch = api.load_arch("cpu-c99")
+    plan = api.plan(net, arch, jobs=1)
+    times = time_layers(net, arch, plan, repeats=1)
+    assert set(times) == {"softmax", "silu"} and min(times.values()) > 0

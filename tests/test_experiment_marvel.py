@@ -120,3 +120,22 @@ def test_uniform_dataflow_quick() -> None:
 
     from tileplan.report import plots
     assert all(plots.figure_problems(draw()) == [] for draw in res.figures.values()) and res.figures
+
+
+def test_dataflow_letters_are_marvels() -> None:
+    """MARVEL's P is the output width and its Q the output height (our Q and P): the uniform-dataflow
+    pairs are named in its letters, so its CP fans out over input channels and output columns."""
+    from tileplan.dims import Dim
+    from tileplan.experiments import marvel_extra
+    from tileplan.workload.layer import Layer
+
+    layer = Layer.conv("x", c_in=4, h=10, w=20, k_out=8, r=3, s=3, pad=0)  # output 8 rows x 18 columns
+    assert [layer.dims[d] for d in marvel_extra.fanout_dims("P")] == [18]
+    assert [layer.dims[d] for d in marvel_extra.fanout_dims("Q")] == [8]
+    assert marvel_extra.fanout_dims("QR") == (Dim.P, Dim.R)  # row-stationary: output rows x filter rows
+    assert marvel_extra.fanout_dims("CP") == (Dim.C, Dim.G, Dim.Q)
+    # L8's level-3 tile is 54 columns x 6 rows (Table 3: P 54, Q 6): CP spreads over the 54 columns and
+    # is faster on eyeriss than CQ, spread over 6 rows; the run before the letters were translated had
+    # them the other way round and so named the best uniform dataflow "CQ".
+    cp, cq = marvel_extra._latency_task(("L8", "CP")), marvel_extra._latency_task(("L8", "CQ"))
+    assert (cp, cq) == (746496.0, 1119744.0)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tileplan import api
+from tileplan.fusion.block import group_of
 from tileplan.fusion.group import chain_error
 from tileplan.fusion.plan import FusionPlan
 from tileplan.fusion.planner import candidate_groups, choose_cut, plan_fusion
@@ -122,16 +123,23 @@ def test_zoo_networks_fused_never_worse_and_branch_safe():
     assert plan.groups[0].layers == ("conv1", "pool1")
     again = FusionPlan.from_json(plan.to_json())
     assert again.to_dict() == plan.to_dict()
-    # ResNet-50: candidate groups never hide a map another branch reads (the residual adds); an add
-    # joins only after its chain input's producer, its skip input read from DRAM.
+    # ResNet-50: candidate groups never hide a map another branch reads (the residual adds); a chain's
+    # add joins after its chain input's producer, its skip input read from DRAM; a block group may start
+    # at an add (res2a_add's output is read only by res2b_conv1 in this truncated network).
     res = api.load_network("resnet50").with_precision(B1)
     head = Network(res.name, res.layers[:9], res.input_shape)  # conv1 .. past the first residual add
     found = candidate_groups(head, api.load_arch("eyeriss"), Objective.DRAM, max_group=2)
     assert found
     names = [x.name for x in head.layers]
     for s, e in found:
-        assert chain_error(list(head.layers[s:e]), head, merges=True) is None
-        assert head.layers[s].op.value != "add"
+        inside = {x.name for x in head.layers[s:e]}
+        for x in head.layers[s:e - 1]:
+            assert {c.name for c in head.consumers(x.name)} <= inside
+        if head.layers[s].op.value == "add":
+            assert group_of(head, [x.name for x in head.layers[s:e]]).is_block
+        else:
+            assert chain_error(list(head.layers[s:e]), head, merges=True) is None
+    assert (names.index("res2a_add"), names.index("res2a_add") + 2) in found
     assert names.index("res2a_add") - 1 == names.index("res2a_down")
     assert (names.index("res2a_down"), names.index("res2a_add") + 1) in found
     windowed = candidate_groups(head, api.load_arch("eyeriss"), Objective.DRAM, max_group=2, merges=False)

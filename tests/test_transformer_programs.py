@@ -148,17 +148,6 @@ def test_verify_command_skips_no_layer(model: str, extra: list[str], kinds: set[
     assert result.output.count(" OK ") == len(distinct)
 
 
-def test_c_backend_refuses_elementwise_kinds_in_one_line() -> None:
-    from tileplan.program.cgen import emit_c
-
-    layer = _layer("gelu", SHAPES[0])
-    arch = toy_arch(unified=4096, burst=8)
-    mapping = plan_layer(layer, arch).mapping
-    assert mapping is not None
-    with pytest.raises(ProgramError, match="do not emit element-wise and row-wise layers yet"):
-        emit_c(generate_program(layer, arch, mapping))
-
-
 def test_a_row_that_does_not_fit_is_named() -> None:
     """A layernorm row (8 channels x 2 B in and out, plus its 16-byte scale) does not fit 40 bytes, a
     point-wise gelu of the same shape does: the error says the tile holds whole rows."""

@@ -29,6 +29,7 @@ def test_every_paper_number_has_ours_and_gaps_are_explained(result: ExperimentRe
     assert {"table1.lenet5.burst", "fig8.lenet5.speedup_pct", "fixed.lenet5.WS", "conv5.burst_tile_bursts",
             "roofline.peak_gmacs_16bit"} <= keys
     assert result.unexplained() == []
+    assert result.caption_problems() == []
     by_key = {c.key: c for c in result.comparisons}
     assert by_key["conv5.burst_tile_bursts"].ours == 70
     assert by_key["conv5.noburst_tile_bursts"].ours == 176

@@ -26,6 +26,7 @@ from tileplan.cost.levels import evaluate_mappings, level_errors
 from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, OPERANDS, Dim, Operand
 from tileplan.errors import InfeasibleError, MappingError, TileplanError, WorkloadError
+from tileplan.fusion.block import group_of
 from tileplan.fusion.group import FusedGroup
 from tileplan.fusion.plan import FusionPlan
 from tileplan.fusion.search import GroupResult
@@ -515,7 +516,7 @@ def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Se
         raise TileplanError(f"a fused group is searched with strategy exhaustive or hwff, not {strategy!r}")
     a = load_arch(arch)
     net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
-    group = FusedGroup.of(net, names)
+    group = group_of(net, names)
     result = (search_hwff if strategy == "hwff" else search_group)(group, a, Objective(objective))
     if result is None:
         raise InfeasibleError(f"no fused mapping of {group.name} fits on {a.name}'s on-chip memories")

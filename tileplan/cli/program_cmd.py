@@ -72,7 +72,7 @@ def emit(
         api.check_options(strategy=strategy, objective=objective)
         check_distinct([("--output", output)], [("the model file", model), ("the accelerator file", arch)])
         if group is not None:
-            from tileplan.fusion.program import generate_fused
+            from tileplan.fusion.block_program import fused_program
             from tileplan.report.files import write_text_atomic
 
             if target not in ("ir", "c"):
@@ -81,7 +81,7 @@ def emit(
             check_output_file(output)
             a = api.load_arch(arch, sets or ())
             fused, res = api.plan_group(model, a, group.split("+"), objective=objective)
-            fprog = generate_fused(fused, a, res.mapping)
+            fprog = fused_program(fused, a, res.mapping)
             if target == "c":
                 from tileplan.fusion.cgen import emit_fused_c
 
@@ -137,6 +137,9 @@ def verify(
     group: str | None = typer.Option(None, "--group", "-g", help="Verify the best fused mapping of this group "
                                      "of consecutive layers instead, e.g. conv1_1+conv1_2 (searched "
                                      "exhaustively, or as --strategy hwff partitions the PE array)."),
+    backend: str = typer.Option("numpy", "--backend", "-b", help="numpy (the Python executor runs each program) | "
+                                "c (each program compiled as C99 with cc -lm and run; it counts its own bytes "
+                                "and bursts)."),
 ) -> None:
     """Plan, emit, execute and check every distinct layer: bit-exact output, and the DRAM bytes and
     bursts the program moved equal to what the model predicted (with --group: one fused group)."""
@@ -146,9 +149,20 @@ def verify(
     from tileplan.program import verify_layer
 
     def work() -> None:
+        if backend not in ("numpy", "c"):
+            raise TileplanError(f"unknown --backend {backend!r}; choose numpy or c")
         if group is not None:
+            if backend != "numpy":
+                raise TileplanError("--backend c verifies single layers; a fused group's C program checks "
+                                    "itself: emit it with --group ... --target c, compile and run it")
             _verify_group(model, arch, sets, group, strategy, objective, seed)
             return
+        check = verify_layer
+        if backend == "c":
+            from tileplan.program.cverify import compiler, verify_layer_c
+
+            compiler()  # no compiler: one line before planning
+            check = verify_layer_c
         network, a, result = _plan_for(model, arch, sets, strategy, objective, layer, seq, kv)
         from tileplan.program.errors import ProgramError
         from tileplan.program.generate import has_program
@@ -158,7 +172,7 @@ def verify(
         todo = [lp for lp in distinct if lp.mapping is not None]
         skipped = sorted({network[lp.name].op.value for lp in todo if not has_program(network[lp.name])})
         todo = [lp for lp in todo if has_program(network[lp.name])]
-        table = Table(title=f"verify {network.name} on {a.name}")
+        table = Table(title=f"verify {network.name} on {a.name}" + (" (C programs)" if backend == "c" else ""))
         for c in ("layer", "bytes predicted", "bytes counted", "bursts predicted", "bursts counted",
                   "instructions", "result"):
             table.add_column(c, justify="left" if c in ("layer", "result") else "right")
@@ -169,7 +183,7 @@ def verify(
                 bar.update(task, completed=i, label=lp.name)
                 assert lp.mapping is not None
                 try:
-                    r = verify_layer(network[lp.name].with_precision(_prec(a)), a, lp.mapping, seed=seed)
+                    r = check(network[lp.name].with_precision(_prec(a)), a, lp.mapping, seed=seed)
                 except ProgramError as err:
                     failed += 1
                     table.add_row(lp.name, "", "", "", "", "", f"[red]FAIL[/] {err}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -219,9 +220,38 @@ class ExperimentResult:
         why (it needs hardware, data sets or frameworks we do not run)."""
         self.not_reproduced.append((what, why))
 
+    def caption_problems(self) -> list[str]:
+        """Draws every figure and lists those whose caption names no paper figure or table and is
+        not marked ours only (:func:`caption_problem`); empty when all say what they reproduce."""
+        from tileplan.report.plots import figure_titles
+
+        out = []
+        for name, draw in self.figures.items():
+            why = caption_problem(name, figure_titles(draw()))
+            if why:
+                out.append(why)
+        return out
+
     def unexplained(self) -> list[Comparison]:
         """Comparisons differing by over 10 % without an explanation (should be none)."""
         return [c for c in self.comparisons if c.differs and not c.explanation]
+
+
+#: A caption names the paper item it reproduces ("Fig. 8", "Figs. 16-19", "Fig. 5.2", "Table 2") ...
+PAPER_ITEM = re.compile(r"\b(?:Figs?\.|Tables?)\s*\d")
+#: ... or starts with this mark: a figure of ours with no counterpart in the paper.
+OURS_ONLY = "Ours only"
+
+
+def caption_problem(name: str, titles: Sequence[str]) -> str | None:
+    """Why figure ``name`` with title texts ``titles`` (:func:`tileplan.report.plots.figure_titles`)
+    does not say what it reproduces (``None`` when it does): its caption must name a paper figure or
+    table (``PAPER_ITEM``) or start with ``OURS_ONLY``."""
+    text = " ".join(titles)
+    if PAPER_ITEM.search(text) or text.startswith(OURS_ONLY):
+        return None
+    return (f"figure {name}: caption {text!r} names no paper figure or table (\"Fig. 8\", \"Table 2\"); "
+            f"start it with {OURS_ONLY!r} if the paper has no such figure")
 
 
 def _fmt(x: float) -> str:

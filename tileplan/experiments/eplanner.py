@@ -401,6 +401,6 @@ def _correlation(res: ExperimentResult, ref: Reference, log: Log) -> None:
     res.table("fig6_3_correlation", corr.rows())
     res.compare(ref, "fig6_3.pearson", corr.pearson)
     xs, ys, names = corr.modelled_s, corr.measured_s, corr.layers
-    res.figure("fig6_3_correlation", lambda: plots.scatter(xs, ys, title=f"model vs C on this CPU (r = "
+    res.figure("fig6_3_correlation", lambda: plots.scatter(xs, ys, title=f"Fig. 6.3: model vs C on this CPU (r = "
                                                             f"{corr.pearson:.2f})", xlabel="modelled s",
                                                             ylabel="measured s", labels=names))

@@ -3,7 +3,8 @@
 Fig. 12 (least on-chip storage to fuse VGG16's first 2..7 layers at 16 bit, and the DRAM saving),
 Fig. 13 (our reuse buffer against Alwani et al.'s for the same fusions), Table 5 (temporal and
 spatial fusion against single-layer plans on hwff1, pairs), Table 6 (the partitions found), Table 7
-(CTC ratios), Figs. 14-19 (scaling: temporal fusion on hwff5/hwff6, spatial on hwff3/hwff4).
+(CTC ratios), Figs. 14-15 (the pairs' energy and latency), Figs. 16-19 (``hwff_scaling``: sequences of up
+to four layers, temporal fusion on hwff5/hwff6, spatial on hwff3/hwff4).
 Everything is the one fusion model restricted to HW-Flow-Fusion's space (``fusion.hwff``).
 """
 
@@ -15,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from tileplan import api
 from tileplan.arch.spec import Arch
-from tileplan.experiments import hwff_extra
+from tileplan.experiments import hwff_extra, hwff_scaling
 from tileplan.experiments.common import ExperimentResult, Log, Reference
-from tileplan.fusion.group import FusedGroup, chain_error
+from tileplan.experiments.hwff_scaling import greedy_groups
+from tileplan.fusion.group import FusedGroup
 from tileplan.fusion.hwff import min_storage, search_partitioned
-from tileplan.fusion.partition import MAX_SPATIAL, FusionKind
+from tileplan.fusion.partition import FusionKind
 from tileplan.fusion.plan import ctc_ratio
 from tileplan.fusion.search import GroupResult
 from tileplan.plan import LayerCost, NetworkPlan
@@ -54,36 +56,6 @@ def _cost(res: GroupResult, arch: Arch) -> LayerCost:
     return LayerCost.from_batch(res.cost, 0, arch.dram_bytes_per_cycle)
 
 
-def greedy_groups(net: Network, arch: Arch, kind: FusionKind, max_group: int, objective: Objective
-                  ) -> list[tuple[int, int, GroupResult]]:
-    """HW-Flow-Fusion's §4.4 sequence: from a start layer grow the group while a fusion of ``kind``
-    fits, up to ``max_group`` layers; the next start is the first layer that could not join."""
-    layers = net.layers
-    out = []
-    start = 0
-    cache: dict[tuple[object, ...], GroupResult | None] = {}
-    while start < len(layers) - 1:
-        best: tuple[int, GroupResult] | None = None
-        end = start + 2
-        while end <= min(len(layers), start + max_group):
-            chain = list(layers[start:end])
-            if chain_error(chain, net) is not None:
-                break
-            key = tuple(x.signature() for x in chain)
-            if key not in cache:
-                cache[key] = search_partitioned(FusedGroup(tuple(chain)), arch, objective, kind)
-            if cache[key] is None:
-                break
-            best = (end, cache[key])  # type: ignore[assignment]
-            end += 1
-        if best is None:
-            start += 1
-            continue
-        out.append((start, best[0], best[1]))
-        start = best[0]
-    return out
-
-
 def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: None) -> ExperimentResult:
     """All of HW-Flow-Fusion's experiments (``quick``: the first layers of each network only)."""
     ref = Reference.load(NAME)
@@ -92,7 +64,8 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
     log("Figs. 12-13: storage to fuse VGG16's first layers")
     _fig12_13(res, ref, quick)
     hwff_extra.fig4(res, api.load_network("resnet18"))
-    res.quick_scope = "VGG19's first 7 and ResNet-18's first 4 layers, Fig. 12 up to 4 layers"
+    res.quick_scope = ("VGG19's first 7 and ResNet-18's first 4 layers, Fig. 12 up to 4 layers, Figs. 17 and 19 on "
+                       "VGG19's first 7 layers only")
     # The paper's "VGG16-E" is configuration E of Simonyan & Zisserman: VGG19 (16 conv layers). Its first
     # seven layers (Figs. 12-13) are VGG16's; Tables 5-7 need the whole network. Keys keep the paper's name.
     nets = {"vgg16": _trim(api.load_network("vgg19"), 7 if quick else None),
@@ -102,10 +75,11 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
         log(f"Tables 5-7: {name} on hwff1")
         base = api.plan(net, arch, strategy="exhaustive", objective="energy", jobs=jobs)
         _table5_7(res, ref, name, net, arch, base)
-    if not quick:
-        for name, net in nets.items():
-            log(f"Figs. 14-19: {name} scaling")
-            _scaling(res, ref, name, net)
+    for name, net in nets.items():
+        if quick and name != "vgg16":
+            continue  # --quick: Figs. 17 and 19 on VGG16-E's first seven layers (4-layer spatial groups)
+        log(f"Figs. 16-19: {name} on hwff3-hwff6")
+        hwff_scaling.scaling(res, ref, name, net)
     res.note(f"Run time of this experiment: {time.perf_counter() - t0:.0f} s"
              + (" (--quick: VGG16's first 7 and ResNet-18's first 4 layers)." if quick else "."))
     return res
@@ -222,12 +196,14 @@ def _table5_7(res: ExperimentResult, ref: Reference, name: str, net: Network, ar
             res.compare(ref, key, 100 * value, explanation=why(metric, ratio, ref.value(key)))
     hwff_extra.table7(res, ref, name, net, arch, base)
     cats = [r["group"] for r in rows]
+    fig = f"Fig. {14 if name == 'resnet18' else 15}"
     res.figure(f"fig14_15_{name}_energy", _bars(cats, {k: [r[f"{k}_energy_uJ"] for r in rows]
                                                        for k in ("single", "temporal", "spatial")},
-                                                f"{name}: energy, single layer vs temporal vs spatial (hwff1)", "uJ"))
+                                                f"{fig}: {name} energy, single layer vs temporal vs spatial (hwff1)",
+                                                "uJ"))
     res.figure(f"fig14_15_{name}_latency", _bars(cats, {k: [r[f"{k}_cycles"] for r in rows]
                                                         for k in ("single", "temporal", "spatial")},
-                                                 f"{name}: latency (hwff1)", "cycles"))
+                                                 f"{fig}: {name} latency (hwff1)", "cycles"))
     res.note(f"{name} Table 6 (spatial partitions we found, [PEx, PEy] per layer): "
              + "; ".join(f"{r['group']}: {r['spatial_partition']}" for r in rows)
              + ". Temporal: " + rows[0]["temporal_partition"] + " (the paper: [192, 12, 16]; its 36 B of psums are "
@@ -270,28 +246,3 @@ def _table5_reasons(name: str, kept: list[Any], sums: dict[str, list[float]]) ->
                 f"{cut:.0%} of the single-layer traffic of these pairs")
 
     return why
-
-
-def _scaling(res: ExperimentResult, ref: Reference, name: str, net: Network) -> None:
-    rows: list[dict[str, Any]] = []
-    totals: dict[str, tuple[float, float]] = {}
-    for arch_name, kind, limit in (("hwff5", FusionKind.TEMPORAL, 4), ("hwff6", FusionKind.TEMPORAL, 4),
-                                   ("hwff3", FusionKind.SPATIAL, MAX_SPATIAL),
-                                   ("hwff4", FusionKind.SPATIAL, MAX_SPATIAL)):
-        arch = api.load_arch(arch_name)
-        groups = greedy_groups(net, arch, kind, limit, Objective.ENERGY)
-        e = sum(float(g.cost.energy_pj[0]) for _, _, g in groups)
-        lat = sum(float(g.cost.latency_cycles[0]) for _, _, g in groups)
-        totals[arch_name] = (e, lat)
-        rows.append({"network": name, "arch": arch_name, "kind": kind.value, "groups": len(groups),
-                     "layers_fused": sum(b - a for a, b, _ in groups), "energy_uJ": e / 1e6, "cycles": lat})
-    res.table(f"fig16_19_{name}_scaling", rows)
-    res.compare(ref, f"fig16_17.{name}.energy_hw6_over_hw5", 100 * totals["hwff6"][0] / totals["hwff5"][0])
-    res.compare(ref, f"fig16_17.{name}.latency_hw6_over_hw5", 100 * totals["hwff6"][1] / totals["hwff5"][1])
-    res.compare(ref, f"fig18_19.{name}.energy_hw4_over_hw3", 100 * totals["hwff4"][0] / totals["hwff3"][0])
-    res.compare(ref, f"fig18_19.{name}.latency_reduction_hw4_pct", 100 * (1 - totals["hwff4"][1] / totals["hwff3"][1]))
-    label = "VGG16-E (VGG19)" if name == "vgg16" else name
-    res.figure(f"fig16_19_{name}_scaling", lambda: plots.bar_panels(
-        [r["arch"] for r in rows], [("energy (uJ)", {"energy": [r["energy_uJ"] for r in rows]}),
-                                    ("latency (Mcycles)", {"latency": [r["cycles"] / 1e6 for r in rows]})],
-        title=f"Figs. 16-19: {label}, fused sequences across HW configs"))

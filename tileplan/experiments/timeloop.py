@@ -238,7 +238,7 @@ def _figure(rows: list[dict[str, Any]]) -> Figure:
     cats = [f"{r['design'].split('_')[0]}-{r['space'][0]}-{r['quantity'][0]}" for r in dram]
     return plots.grouped_bars(cats, {"Timeloop": [r["timeloop"] / 1e3 for r in dram],
                                      "tileplan": [r["ours"] / 1e3 for r in dram]},
-                              title="DRAM words under Timeloop's mapping", ylabel="thousand words")
+                              title="Ours only: DRAM words under Timeloop's mapping", ylabel="thousand words")
 
 
 def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: None) -> ExperimentResult:

@@ -55,7 +55,7 @@ def _weight_scalars(gm: GroupModel, m: int, resident: bool, chunk: tuple[int, ..
     if resident:
         return float(total * b), float(_ceil(total * b, burst)), total * b
     kt, c, rs = layer.k_out, layer.dims[Dim.C], layer.r * layer.s
-    if m > 0 and chunk[m - 1] < layer.c_in:
+    if m > 0 and chunk[m - 1] < gm.layers[m - 1].k_out:
         pieces = sum(cnt * kt * int(_ceil(ce * rs * b, burst)) for ce, cnt in parts(c, chunk[m - 1]))
         piece_bytes = kt * min(chunk[m - 1], c) * rs * b
     else:
@@ -144,7 +144,8 @@ def side_traffic(gm: GroupModel, sel: Selection, tile_n: int, reuse: bool) -> tu
     kind = "fetch" if reuse else "in"
     nbytes, bursts = np.zeros(sel.n), np.zeros(sel.n)
     burst = gm.arch.dram.burst_bytes
-    for m, sides in enumerate(gm.group.sides):
+    for m, all_sides in enumerate(gm.group.sides):
+        sides = tuple(s for s in all_sides if not s.on_chip)  # a block group's on-chip inputs cost no DRAM
         if not sides:
             continue
         layer, b_in = gm.layers[m], gm.problems[m].precision.input
@@ -170,13 +171,15 @@ def traffic(gm: GroupModel, sel: Selection, c: Choice) -> tuple[np.ndarray, np.n
     kt_last = last.k_out
     read = np.zeros((n, 3))
     bursts = np.zeros((n, 3))
-    # First layer's input: the halo'd window every step, or only its new part with reuse buffers.
+    # First layer's input: the halo'd window every step, or only its new part with reuse buffers (a
+    # block group's input: the hull of its readers' windows, read once for all of them).
     b_in = probs[0].precision.input
-    hr, hq = gm.hist(0, "fetch" if reuse else "in", 0), gm.hist(1, "fetch" if reuse else "in", 0)
+    kind0, c_x = gm.input_kind(reuse), gm.group.input_channels()
+    hr, hq = gm.hist(0, kind0, 0), gm.hist(1, kind0, 0)
     passes = c.passes(gm)  # input reads: once per chunk pass with the chunk loop outermost
-    read[:, _IN] = passes * last.n * first.c_in * sel.take(gm.volume("fetch" if reuse else "in", 0)) * b_in
+    read[:, _IN] = passes * last.n * c_x * sel.take(gm.volume(kind0, 0)) * b_in
     bursts[:, _IN] = passes * sel.take(gm.cached(("in_bursts", reuse, tile_n), lambda: np.sum([
-        cn * gm.grid(hr, hq, box_bursts((first.n, first.c_in, first.h, first.w), en, first.c_in, b_in, burst))
+        cn * gm.grid(hr, hq, box_bursts((first.n, c_x, first.h, first.w), en, c_x, b_in, burst))
         for en, cn in nparts], axis=0)))
     # Merging layers' other inputs: their part of the layer's window, like the first layer's input.
     side_bytes, side_bursts = side_traffic(gm, sel, tile_n, reuse)
@@ -222,13 +225,13 @@ def footprint(gm: GroupModel, sel: Selection, c: Choice, direction: Direction | 
     steps, so the window of every channel is counted (an upper bound, like the reuse buffers)."""
     tile_n, tile_k, overlap, chunk = c.tile_n, c.tile_k, c.overlap, c.chunk
     layers, probs, arch = gm.layers, gm.problems, gm.arch
-    first, last = layers[0], layers[-1]
+    last = layers[-1]
     n = sel.n
     tn = min(tile_n, last.n)
     mem = probs[0].memory_of_operand
     held = np.zeros((n, len(arch.memories)))  # on-chip bytes held once
     dbl = np.zeros((n, len(arch.memories)))  # on-chip bytes double-buffered when the arch is
-    dbl[:, mem[_IN]] += tn * first.c_in * probs[0].precision.input * sel.take(gm.window_area(0))
+    dbl[:, mem[_IN]] += tn * gm.group.input_channels() * probs[0].precision.input * sel.take(gm.input_area())
     if c.chunk_outer:  # partial sums of the whole output map wait on chip for the last chunk
         dbl[:, mem[_OUT]] += float(last.elements(_OUT) * probs[-1].precision.psum)
     else:
@@ -237,11 +240,13 @@ def footprint(gm: GroupModel, sel: Selection, c: Choice, direction: Direction | 
         dbl += weight_footprint(gm, c)
     reuse_rows, reuse_cols = np.zeros(n), np.zeros(n)
     for m, prob in enumerate(probs):
-        if m > 0:  # a chunk of the window; with reuse buffers every channel's window (see below)
+        if m > 0 and not gm.group.is_block:  # a chunk of the window; with reuse buffers every channel's window
             chans = chunk[m - 1] if overlap is Overlap.RECOMPUTE else layers[m - 1].k_out
             held[:, mem[_IN]] += tn * chans * prob.precision.input * sel.take(gm.window_area(m))
-        if gm.group.sides[m]:  # DRAM inputs of a merging layer: loaded like the first layer's input
-            chans = sum(s.channels for s in gm.group.sides[m])
+        elif m < len(probs) - 1 and gm.group.is_block:  # every on-chip tensor once: its readers' hull window
+            held[:, mem[_IN]] += tn * layers[m].k_out * prob.precision.output * sel.take(gm.out_window_area(m))
+        if any(not s.on_chip for s in gm.group.sides[m]):  # DRAM inputs of a merging layer, like the first input
+            chans = sum(s.channels for s in gm.group.sides[m] if not s.on_chip)
             dbl[:, mem[_IN]] += tn * chans * prob.precision.input * sel.take(gm.window_area(m))
         if overlap is not Overlap.RECOMPUTE:
             rr, rc = reuse_buffers(gm, m, overlap, tile_n)

@@ -116,7 +116,7 @@ def config_bound(gm: GroupModel, obj: Objective, choice: Choice) -> float:
     over the candidates (memoised in ``gm``; the min of a sum is at least the sum of the mins)."""
     arch = gm.arch
     layers, probs = gm.layers, gm.problems
-    first, last = layers[0], layers[-1]
+    last = layers[-1]
     tile_n, tile_k, overlap, resident, chunk = (choice.tile_n, choice.tile_k, choice.overlap, choice.resident,
                                                 choice.chunk)
 
@@ -124,12 +124,12 @@ def config_bound(gm: GroupModel, obj: Objective, choice: Choice) -> float:
         return gm.memo(("min", *key), lambda: float(np.min(full())))
 
     reuse = overlap is not Overlap.RECOMPUTE
-    kind = "fetch" if reuse else "in"
-    total = choice.passes(gm) * last.n * first.c_in * low(("volume", kind), lambda: gm.volume(kind, 0)) * \
-        probs[0].precision.input
+    kind, kind0 = "fetch" if reuse else "in", gm.input_kind(reuse)
+    total = choice.passes(gm) * last.n * gm.group.input_channels() * \
+        low(("volume", kind0), lambda: gm.volume(kind0, 0)) * probs[0].precision.input
     for m, sides in enumerate(gm.group.sides):  # a merging layer's DRAM inputs (``side_traffic``)
-        if sides:
-            total += last.n * sum(s.channels for s in sides) * probs[m].precision.input * \
+        if any(not s.on_chip for s in sides):
+            total += last.n * sum(s.channels for s in sides if not s.on_chip) * probs[m].precision.input * \
                 low(("volume", kind, m), _volume(gm, kind, m))
     total += float(last.elements(Operand.OUTPUT) * probs[-1].precision.output)
     # Streamed weights are loaded every step, or once with the chunk loop outermost (as ``traffic``).

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from tileplan.cost.problem import Problem
+from tileplan.errors import TileplanError
 from tileplan.fusion.assemble import side_tensor
 from tileplan.fusion.cgen_template import FUSED_C
 from tileplan.fusion.group import stack_channels
@@ -30,6 +31,9 @@ _OPS = ["LOAD_INPUT", "LOAD_SIDE", "LOAD_WEIGHT", "COMPUTE", "STORE", "DROP", "F
 def emit_fused_c(prog: FusedProgram) -> str:
     """The C99 source running ``prog`` (see the module); compiles with ``cc -std=c99 -Wall -Wextra``."""
     group, layers = prog.group, prog.layers
+    if group.is_block:
+        raise TileplanError(f"fused group {group.name} has branches (a block group): C is emitted for chains only; "
+                            f"emit it with --target ir or run it with verify --group")
     rows = []
     for m, layer in enumerate(layers):
         prec = Problem(layer, prog.arch).precision

@@ -32,12 +32,17 @@ from tileplan.arch.spec import Arch
 from tileplan.cost.batch import CostBatch
 from tileplan.cost.problem import Problem
 from tileplan.dims import Dim
+from tileplan.fusion.block import max_extent, propagate_block, x_extents
 from tileplan.fusion.group import FusedGroup, Overlap
 from tileplan.fusion.propagate import AxisGeom, AxisTiles, histogram, propagate
 from tileplan.search.memo import capacity_free_key, memo
 from tileplan.search.space import spatial_options
 
 T = TypeVar("T")
+
+#: Cache keys (first element) whose values depend on a layer's share of the PE array and register
+#: file (``GroupModel.on_shares``); their second element is the layer index.
+_SHARE_KEYS = frozenset({"unroll", "compute", "scal", "min_compute"})
 
 
 def parts(length: int, tile: int) -> list[tuple[int, int]]:
@@ -123,15 +128,30 @@ class GroupModel:
         tq = np.arange(1, last.q + 1) if tiles_q is None else np.asarray(tiles_q, dtype=np.int64)
         self.row_geoms = [AxisGeom(x.h, x.p, x.stride[0], x.dilation[0], x.r, x.pad[0]) for x in self.layers]
         self.col_geoms = [AxisGeom(x.w, x.q, x.stride[1], x.dilation[1], x.s, x.pad[2]) for x in self.layers]
-        self.rows = propagate(self.row_geoms, tp)
-        self.cols = propagate(self.col_geoms, tq)
+        if group.is_block:  # branches and joins: windows are hulls over each tensor's readers
+            self.rows: AxisTiles = propagate_block(group, self.row_geoms, tp)
+            self.cols: AxisTiles = propagate_block(group, self.col_geoms, tq)
+        else:
+            self.rows = propagate(self.row_geoms, tp)
+            self.cols = propagate(self.col_geoms, tq)
         self.shape = (len(tp), len(tq))
         self.n = len(tp) * len(tq)
         self._cache: dict[tuple[object, ...], np.ndarray] = {}
         self._memo: dict[tuple[object, ...], Any] = {}
+        #: Per layer, its share of the PE array and register file as text (``None``: ``arch``'s own).
+        self._shares: list[str | None] = [None] * len(self.layers)
+
+    def _key(self, key: tuple[object, ...]) -> tuple[object, ...]:
+        """``key``, extended by layer ``key[1]``'s PE array and register file when its value depends
+        on them (``_SHARE_KEYS``): models of one group on different resource partitions then share
+        one cache, and a layer's compute on a given sub-array is computed once for all partitions."""
+        if key[0] not in _SHARE_KEYS:
+            return key
+        return (*key, self._shares[cast(int, key[1])])
 
     def memo(self, key: tuple[object, ...], make: Callable[[], T]) -> T:
         """``make()`` (a scalar or small value) computed once per ``key`` for this model."""
+        key = self._key(key)
         if key not in self._memo:
             self._memo[key] = make()
         return cast(T, self._memo[key])
@@ -140,13 +160,13 @@ class GroupModel:
         """This model with layer ``m`` computed on ``archs[m]``: its share of the PE array and register
         file (a resource partition, ``fusion.partition``). Only the compute (unroll options and cycles)
         changes; tile propagation, histograms, DRAM traffic, capacity and energy stay those of
-        ``self.arch``, so the shares must differ from it only in ``pe_array`` and ``register_file``."""
+        ``self.arch``, so the shares must differ from it only in ``pe_array`` and ``register_file``.
+        The caches are shared with ``self`` (compute entries are keyed by the share: ``_key``)."""
         if len(archs) != len(self.layers):
             raise ValueError(f"{len(archs)} shares for a group of {len(self.layers)} layers")
         other = copy.copy(self)
         other.problems = [Problem(layer, a) for layer, a in zip(self.layers, archs, strict=True)]
-        other._cache = {k: v for k, v in self._cache.items() if k[0] not in ("unroll", "compute")}
-        other._memo = {k: v for k, v in self._memo.items() if k[0] not in ("compute", "scal", "min_compute")}
+        other._shares = [a.pe_array.model_dump_json() + a.register_file.model_dump_json() for a in archs]
         return other
 
     def at_capacity(self, group: FusedGroup, arch: Arch) -> GroupModel:
@@ -164,6 +184,7 @@ class GroupModel:
 
     def cached(self, key: tuple[object, ...], make: Callable[[], np.ndarray]) -> np.ndarray:
         """``make()`` computed once per ``key`` for this model's candidates."""
+        key = self._key(key)
         if key not in self._cache:
             self._cache[key] = np.asarray(make(), dtype=np.float64)
         return self._cache[key]
@@ -182,6 +203,8 @@ class GroupModel:
                 ext, size = ax.out_hi[m] - ax.new_lo[m], out_size
             elif kind == "in":
                 ext, size = ax.in_hi[m] - ax.in_lo[m], in_size
+            elif kind == "x":  # the group's input tensor (a block group: the hull of its readers' windows)
+                ext, size = x_extents(ax), in_size
             elif kind == "newin":
                 ext, size = ax.newin_hi[m] - ax.newin_lo[m], in_size
             else:  # "fetch": the new part of the input window (what DRAM delivers with reuse buffers)
@@ -206,6 +229,24 @@ class GroupModel:
             cols = np.max(np.where(self.cols.valid, self.cols.in_hi[m] - self.cols.in_lo[m], 0), axis=1)
             out.append((rows, cols))
         return out
+
+    def input_kind(self, reuse: bool) -> str:
+        """The ``hist`` kind of what DRAM delivers of the group's input per step: its window (``in``;
+        of a block group the hull of its readers', ``x``) or, with reuse buffers, the window's new part."""
+        return "x" if self.group.is_block else "fetch" if reuse else "in"
+
+    def input_area(self) -> np.ndarray:
+        """(n,) rows x columns of the group input's largest window (a chain: ``window_area(0)``)."""
+        if not self.group.is_block:
+            return self.window_area(0)
+        return self.cached(("x_area",), lambda: self.pair(max_extent(self.rows, x_extents(self.rows)),
+                                                          max_extent(self.cols, x_extents(self.cols))))
+
+    def out_window_area(self, m: int) -> np.ndarray:
+        """(n,) rows x columns of layer ``m``'s largest output window (a block group's on-chip tensor)."""
+        return self.cached(("out_window", m), lambda: self.pair(
+            max_extent(self.rows, self.rows.out_hi[m] - self.rows.out_lo[m]),
+            max_extent(self.cols, self.cols.out_hi[m] - self.cols.out_lo[m])))
 
     @cached_property
     def max_out(self) -> tuple[np.ndarray, np.ndarray]:
@@ -256,7 +297,7 @@ class GroupModel:
 
     # ----------------------------------------------------------------- compute
     def unroll_options(self, m: int) -> np.ndarray:
-        key = ("unroll", m)
+        key = self._key(("unroll", m))
         if key not in self._cache:
             self._cache[key] = spatial_options(self.problems[m], self.layers[m].dim_tuple)
         return self._cache[key]
@@ -265,7 +306,7 @@ class GroupModel:
                        unroll: tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(n,) compute cycles of layer ``m`` over all steps and the (n,) index of the unroll option
         used (the fastest per candidate when ``unroll`` is None; -1 when it was given)."""
-        key = ("compute", m, overlap is Overlap.RECOMPUTE, tile_n, c_chunk, gk_tile, unroll)
+        key = self._key(("compute", m, overlap is Overlap.RECOMPUTE, tile_n, c_chunk, gk_tile, unroll))
         if key not in self._memo:
             options = self.unroll_options(m) if unroll is None else np.array([unroll], dtype=np.int64)
             kind = "out" if overlap is Overlap.RECOMPUTE else "new"
@@ -286,7 +327,7 @@ class GroupModel:
         that array when no flattened axis mixes P or Q with other dims: per unroll the cycles are
         ``ceil(s * grid * op / macs)`` with a scalar ``s`` and a P/Q ``grid`` shared by many keys,
         non-decreasing in the grid value, so their minimum is taken at the grid's minimum."""
-        key = ("compute", m, overlap is Overlap.RECOMPUTE, tile_n, c_chunk, gk_tile, None)
+        key = self._key(("compute", m, overlap is Overlap.RECOMPUTE, tile_n, c_chunk, gk_tile, None))
         kind = "out" if overlap is Overlap.RECOMPUTE else "new"
         prob = self.problems[m]
         if key in self._memo or any(Dim.P in dims or Dim.Q in dims for dims, _ in prob.flattened_axes):

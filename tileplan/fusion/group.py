@@ -11,6 +11,10 @@ the group, read from DRAM tile by tile like the first layer's input. A merging l
 the *stack* of its input tensors along channels (``stack_channels``: a concat's channels in input
 order, an add's ``input_count`` tensors one after the other, the chain first).
 
+A *block group* (``sources`` given; ``fusion.block``) generalises the chain to branches and joins:
+each layer's windowed input is the group's input or any earlier group layer's output, and a merging
+layer's other inputs may be held on chip too (``Side.source``: a residual block's skip tensor).
+
 A :class:`FusedMapping` says, for a group:
 
 * ``tile_n`` / ``tile_p`` / ``tile_q``: the last layer's output tile of one step;
@@ -60,6 +64,13 @@ class Side:
     name: str
     offset: int
     channels: int
+    #: Where a block group (``fusion.block``) holds this input on chip: -1 = the group's input, ``j`` = the
+    #: output of group layer ``j``; ``None`` (every chain group's sides) = read from DRAM.
+    source: int | None = None
+
+    @property
+    def on_chip(self) -> bool:
+        return self.source is not None
 
 
 def stack_channels(layer: Layer) -> int:
@@ -152,8 +163,21 @@ class FusedGroup:
 
     layers: tuple[Layer, ...]
     sides: tuple[tuple[Side, ...], ...] = ()
+    #: Block groups only (``fusion.block``): per layer, the source of its windowed (chain) input: -1 the
+    #: group's input, ``j`` group layer ``j``'s output. Empty: a chain (layer ``m`` reads layer ``m - 1``).
+    sources: tuple[int, ...] = ()
+
+    @property
+    def is_block(self) -> bool:
+        """Whether some layer reads an on-chip tensor other than its predecessor's output (a branch)."""
+        return bool(self.sources)
 
     def __post_init__(self) -> None:
+        if self.sources:
+            why = _block_error(self)
+            if why:
+                raise WorkloadError(f"cannot fuse {self.name}: {why}")
+            return
         why = chain_error(self.layers, merges=True)
         if why:
             raise WorkloadError(f"cannot fuse {self.name}: {why}")
@@ -185,12 +209,24 @@ class FusedGroup:
 
     def signature(self) -> tuple[object, ...]:
         """Everything the group's planning depends on: layer signatures and the DRAM inputs' places."""
-        return tuple((x.signature(), tuple((s.offset, s.channels) for s in sides))
-                     for x, sides in zip(self.layers, self.sides, strict=True))
+        sig = tuple((x.signature(), tuple((s.offset, s.channels) for s in sides))
+                    for x, sides in zip(self.layers, self.sides, strict=True))
+        if self.sources:  # a block group: where each input lives on chip too
+            return (*sig, self.sources, tuple(tuple(s.source for s in sides) for sides in self.sides))
+        return sig
 
     @property
     def name(self) -> str:
         return "+".join(layer.name for layer in self.layers)
+
+    def input_channels(self) -> int:
+        """Channels of the group's (windowed) input tensor: the first layer's input (of an add first, one of
+        its summed tensors; of a concat first, its chain input's channels)."""
+        first = self.layers[0]
+        if first.op is OpKind.CONCAT:
+            free = _uncovered(self.sides[0], first.c_in)
+            return sum(b - a for a, b in free or [(0, first.c_in)])
+        return first.c_in
 
     def __len__(self) -> int:
         return len(self.layers)
@@ -223,6 +259,36 @@ def _uncovered(sides: Sequence[Side], total: int) -> list[tuple[int, int]] | Non
     if at < total:
         out.append((at, total))
     return out
+
+
+def _block_error(group: FusedGroup) -> str | None:
+    """Why ``group`` (with ``sources``) is not a legal block group (``None`` if it is): each layer reads
+    tensors produced before it (the group input: -1) with its own shape, every map but the last is read
+    inside the group, and each layer's other inputs leave exactly its windowed input's channels."""
+    layers, n = group.layers, len(group.layers)
+    if len(group.sources) != n or len(group.sides) != n:
+        return f"{len(group.sources)} sources and {len(group.sides)} side lists for {n} layers"
+    first = layers[0]
+    shapes = {-1: (first.n, group.input_channels(), first.h, first.w)}
+    shapes.update({j: (x.n, x.k_out, x.p, x.q) for j, x in enumerate(layers)})
+    read: set[int] = set()
+    for m, (layer, src, sides) in enumerate(zip(layers, group.sources, group.sides, strict=True)):
+        on_chip = [(src, None), *((s.source, s) for s in sides if s.source is not None)]
+        if layer.op not in FUSIBLE and layer.op not in MERGING:
+            return f"layer {layer.name!r} is a {layer.op.value} layer, which cannot be fused"
+        if sides and layer.op not in MERGING:
+            return f"layer {layer.name!r} is not an add or a concat but has several inputs"
+        if any(not -1 <= j < m for j, _ in on_chip):
+            return f"layer {layer.name!r} reads a tensor produced after it"
+        if any((shapes[j][0], shapes[j][2], shapes[j][3]) != (layer.n, layer.h, layer.w)
+               or (s is not None and shapes[j][1] != s.channels) for j, s in on_chip):
+            return f"layer {layer.name!r} does not consume its inputs' shapes"
+        read.update(j for j, _ in on_chip)
+        free = _uncovered(sides, stack_channels(layer))
+        if free is None or [b - a for a, b in free] != [shapes[src][1]]:
+            return f"the inputs of {layer.name!r} do not leave exactly its windowed input's channels"
+    unread = [x.name for j, x in enumerate(layers[:-1]) if j not in read]
+    return f"the output of {unread[0]!r} is read by no later group layer" if unread else None
 
 
 def _all_sides(layers: Sequence[Layer], network: Network | None) -> tuple[tuple[Side, ...], ...]:
@@ -294,6 +360,10 @@ class FusedMapping:
             raise MappingError("the last layer cannot chunk its output channels while its input is chunked")
         if self.tile_k < last.k_out and last.groups > 1:
             raise MappingError("tile_k below K needs an ungrouped last layer")
+        if group.is_block and (self.overlap is not Overlap.RECOMPUTE or self.chunk_outer
+                               or any(c < x.k_out for c, x in zip(self.chunk, group.layers, strict=False))):
+            raise MappingError(f"block group {group.name}: overlaps are recomputed and maps kept whole (overlap "
+                               f"recompute, no chunks)")
         if self.chunk_outer and (n != 2 or self.chunk[0] >= group.layers[0].k_out or self.tile_k < last.k_out):
             raise MappingError("chunk_outer needs a two-layer group whose intermediate map is chunked and a full "
                                "tile_k")

@@ -38,9 +38,9 @@ from tileplan.errors import TileplanError
 from tileplan.search.marvel_onchip import OnChipOptions, level_options
 from tileplan.workload.layer import Layer
 
-#: Most layers a spatial partition places (guillotine placement is exact up to four rectangles, but
-#: the maximal partitions of four layers take minutes to enumerate on a 48x32 array).
-MAX_SPATIAL = 3
+#: Most layers a spatial partition places: guillotine placement is exact up to four rectangles, and
+#: HW-Flow-Fusion's spatial scaling study (§5.3, Figs. 18-19) fuses at most four layers.
+MAX_SPATIAL = 4
 
 Sides = tuple[int, int]
 Origin = tuple[int, int]
@@ -225,10 +225,31 @@ def spatial_partitions(arch: Arch, layers: tuple[Layer, ...]) -> list[Partition]
     return _spatial(arch, layers, [_legal_sides(arch, layer) for layer in layers])
 
 
+def _maximal(cands: set[tuple[Sides, ...]]) -> frozenset[tuple[Sides, ...]]:
+    """The sorted shape multisets of ``cands`` that no other one dominates: B dominates A when some
+    matching of A's shapes to B's has every A shape at most its B shape on both sides (A != B).
+    Vectorised over all pairs and the k! matchings (k <= 4: at most 24)."""
+    if len(cands) <= 1:
+        return frozenset(cands)
+    arr = np.array(sorted(cands), dtype=np.int64)  # (n, k, 2)
+    n, k = arr.shape[:2]
+    dominated = np.zeros(n, dtype=bool)
+    for perm in permutations(range(k)):
+        other = arr[:, list(perm), :].reshape(n, -1)
+        flat = arr.reshape(n, -1)
+        for start in range(0, n, 256):
+            le = np.all(flat[start:start + 256, None, :] <= other[None, :, :], axis=2)  # (chunk, n)
+            le[np.arange(le.shape[0]), np.arange(start, start + le.shape[0])] = False
+            dominated[start:start + 256] |= le.any(axis=1)
+    return frozenset(tuple(map(tuple, arr[i])) for i in np.flatnonzero(~dominated))  # type: ignore[misc]
+
+
 @lru_cache(maxsize=4096)
 def _tilings(array: Sides, box: Sides, k: int) -> frozenset[tuple[Sides, ...]]:
-    """Sorted shape multisets of guillotine cuts of ``box`` into ``k`` parts, each part replaced by the
-    largest sub-array (sides dividing ``array``) it holds."""
+    """The maximal (:func:`_maximal`) sorted shape multisets of guillotine cuts of ``box`` into ``k``
+    parts, each part replaced by the largest sub-array (sides dividing ``array``) it holds. Pruning
+    each sub-box to its maximal multisets keeps every maximal multiset of the box: replacing a
+    dominated part by its dominator dominates the whole."""
     bx, by = box
     if k == 1:
         w = max((d for d in divisors(array[0]) if d <= bx), default=0)
@@ -244,7 +265,7 @@ def _tilings(array: Sides, box: Sides, k: int) -> frozenset[tuple[Sides, ...]]:
                 for a in _tilings(array, first, k1):
                     for b in _tilings(array, second, k - k1):
                         out.add(tuple(sorted(a + b)))
-    return frozenset(out)
+    return _maximal(out)
 
 
 def _pareto(points: np.ndarray, chunk: int = 512) -> np.ndarray:
@@ -263,8 +284,9 @@ def maximal_spatial_partitions(arch: Arch, layers: tuple[Layer, ...]) -> list[Pa
     sub-array is at least as large on both sides. A layer's compute cycles never grow with its
     sub-array (every unroll of a smaller array fits a larger one), row-stationary legality only gets
     easier, and nothing else depends on the partition, so a search over these keeps an optimum of the
-    search over all of :func:`spatial_partitions`. Built from guillotine tilings (exact up to
-    ``MAX_SPATIAL`` layers)."""
+    search over all of :func:`spatial_partitions`. Built from the maximal guillotine tilings (exact up
+    to ``MAX_SPATIAL`` = 4 layers): a legal ordering of a dominated multiset is dominated by the same
+    ordering of its dominator, which is legal too, so only maximal multisets are ordered."""
     setting = _spatial_setting(arch, layers)
     if setting is None:
         return []
@@ -274,6 +296,8 @@ def maximal_spatial_partitions(arch: Arch, layers: tuple[Layer, ...]) -> list[Pa
         for perm in set(permutations(multiset)):
             if all(rs_sides_ok(arch, layer, s) for layer, s in zip(layers, perm, strict=True)):
                 ordered.add(perm)
+    if not ordered:
+        return []
     cands = sorted(ordered)
     keep = [cands[i] for i in np.flatnonzero(_pareto(np.array(cands, dtype=np.int64).reshape(len(cands), -1)))]
     out = []

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tileplan.arch.spec import Arch
+from tileplan.fusion.block import block_segments, group_of
 from tileplan.fusion.group import FusedGroup, chain_error
 from tileplan.fusion.plan import FusionPlan, GroupPlan, sum_costs
 from tileplan.fusion.search import GroupResult, search_group_sizes
@@ -101,13 +102,21 @@ def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: O
             chain = list(layers[start:end])
             if chain_error(chain, network, merges=merge) is not None:
                 break
-            group = FusedGroup.of(network, [x.name for x in chain])
+            group = group_of(network, [x.name for x in chain])
             key = group.signature()
             chains[(start, end)] = key
             if key not in owner:
                 owner[key] = group.name
                 groups[key] = group
                 todo.append(key)
+    blocks = block_segments(network, max_group, list(chains)) if merge else {}
+    for seg, group in blocks.items():  # branches and joins (``fusion.block``), beside the chains
+        key = group.signature()
+        chains[seg] = key
+        if key not in owner:
+            owner[key] = group.name
+            groups[key] = group
+            todo.append(key)
     args = [(groups[key], list(archs), objective, searcher, sizes_searcher) for key in todo]
     results: dict[tuple[object, ...], list[GroupResult | None]] = {}
     for done, (i, res) in enumerate(run_parallel(_search, args, jobs=max(1, jobs)), start=1):
@@ -130,6 +139,11 @@ def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: O
                 end += 1
             # HW-Flow-Fusion restarts from the first layer that could not join (``end - 1``).
             start = start + 1 if every_start else max(start + 1, end - 1)
+        for seg in blocks:  # every block group that fits is a candidate
+            result = results[chains[seg]][a]
+            if result is not None:
+                name = "+".join(x.name for x in layers[seg[0]:seg[1]])
+                found[seg] = (result, None if owner[chains[seg]] == name else owner[chains[seg]])
         out.append(found)
     return out
 

@@ -159,6 +159,8 @@ def search_group_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Obje
                                    tile_ks=tile_ks, outers=outers, prune=prune)[0] for a in archs]
     gm = gm or shared_model(group, archs[top])
     nl = len(group)
+    if group.is_block:  # block groups: recompute, whole maps (``fusion.block``)
+        overlaps, chunks, outers = (Overlap.RECOMPUTE,), [chunk_options(group)[0]], (False,)
     has_w = [layer.has_weights for layer in gm.layers]
     if residencies is None:
         residencies = [tuple(r) for r in product((True, False), repeat=nl)

@@ -10,8 +10,8 @@ import numpy as np
 from tileplan.arch.spec import Arch
 from tileplan.dims import Dim
 from tileplan.fusion.assemble import evaluate_fused
+from tileplan.fusion.block_program import block_reference, fused_program, run_fused_program
 from tileplan.fusion.group import FusedGroup, FusedMapping
-from tileplan.fusion.program import execute_fused, generate_fused
 from tileplan.program.reference import reference_output
 from tileplan.workload.layer import OpKind
 
@@ -75,18 +75,21 @@ def verify_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: 
     """Generate and run the program of ``mapping`` on random integers and compare (see the module)."""
     rng = np.random.default_rng(seed)
     cost = evaluate_fused(group, arch, mapping)
-    prog = generate_fused(group, arch, mapping)
+    prog = fused_program(group, arch, mapping)
     layers = prog.layers
     first = layers[0]
-    x = rng.integers(-3, 4, size=(first.n, first.c_in, first.h, first.w))
+    x = rng.integers(-3, 4, size=(first.n, group.input_channels(), first.h, first.w))
     weights = [rng.integers(-2, 3, size=(x_.k_out, x_.dims[Dim.C], x_.r, x_.s)) if x_.has_weights else None
                for x_ in layers]
     sides = [[rng.integers(-3, 4, size=(x_.n, s.channels, x_.h, x_.w)) for s in specs]
              for x_, specs in zip(layers, group.sides, strict=True)]
-    res = execute_fused(prog, x, weights, sides)
+    res = run_fused_program(prog, x, weights, sides)
     y = x
+    if group.is_block:  # branches and joins: every on-chip tensor by its source
+        y = block_reference(group, x, weights, sides)
     for m, (layer, w) in enumerate(zip(layers, weights, strict=True)):
-        y = reference_output(layer, reference_inputs(group, m, y, sides[m]), w)
+        if not group.is_block:
+            y = reference_output(layer, reference_inputs(group, m, y, sides[m]), w)
     c = cost.cost
     return FusedVerify(
         group.name, str(mapping), bool(np.array_equal(res.output, y)),

@@ -6,6 +6,7 @@
 * :func:`emit_c` — a self-contained C99 program doing the same; :func:`emit_cuda` — a CUDA one
   (``-DTILEPLAN_CUDA_EMULATE`` builds it for the CPU);
 * :func:`verify_layer` — all of the above against the direct reference and the cost model;
+  :func:`verify_layer_c` — the same through the compiled C program (``cc``; ``verify --backend c``);
 * :func:`read_ir` / :func:`write_ir` / :func:`write_c` — files (errors name file and line; atomic writes).
 
 >>> from tileplan.arch import load
@@ -24,6 +25,7 @@
 
 from tileplan.program.cgen import emit_c
 from tileplan.program.cudagen import emit_cuda
+from tileplan.program.cverify import verify_layer_c
 from tileplan.program.errors import OnChipOverflowError, ProgramError
 from tileplan.program.executor import ExecResult, execute
 from tileplan.program.files import read_ir, write_c, write_ir
@@ -35,4 +37,4 @@ from tileplan.program.verify import VerifyResult, verify_layer
 
 __all__ = ["ExecResult", "OnChipOverflowError", "Program", "ProgramError", "VerifyResult", "emit_c", "emit_cuda",
            "emit_ir", "execute", "generate_program", "parse_ir", "read_ir", "reference_output",
-           "verify_layer", "write_c", "write_ir"]
+           "verify_layer", "verify_layer_c", "write_c", "write_ir"]

@@ -16,13 +16,15 @@ import numpy as np
 from tileplan.arch.spec import Arch
 from tileplan.errors import TileplanError
 from tileplan.plan import NetworkPlan
-from tileplan.program.cgen import emit_c
+from tileplan.program.cgen import emit_c, operand_format
 from tileplan.program.generate import generate_program
 from tileplan.program.verify import random_operands
 from tileplan.workload.layer import Precision
 from tileplan.workload.network import Network
 
 CFLAGS = ("-std=c99", "-O2")
+#: Libraries linked after the source (the float element-wise kinds call libm).
+LIBS = ("-lm",)
 
 
 def time_layers(network: Network, arch: Arch, plan: NetworkPlan, *, repeats: int = 3,
@@ -43,14 +45,14 @@ def time_layers(network: Network, arch: Arch, plan: NetworkPlan, *, repeats: int
             program = generate_program(layer, arch, lp.mapping)
             src, exe = folder / "layer.c", folder / "layer"
             src.write_text(emit_c(program))
-            done = subprocess.run([cc, *CFLAGS, "-o", str(exe), str(src)], capture_output=True, text=True)
+            done = subprocess.run([cc, *CFLAGS, "-o", str(exe), str(src), *LIBS], capture_output=True, text=True)
             if done.returncode != 0:
                 raise TileplanError(f"cc failed on layer {lp.name}: {done.stderr[:300]}")
             inputs, weight = random_operands(layer, np.random.default_rng(0))
-            args = []
+            args, fmt = [], operand_format(program)[0]
             for j, x in enumerate(inputs + ([weight] if weight is not None else [])):
                 path = folder / f"operand{j}.bin"
-                x.astype("<i4").tofile(path)
+                x.astype(fmt).tofile(path)
                 args.append(str(path))
             best = float("inf")
             for _ in range(repeats):

@@ -10,7 +10,8 @@ It shares the DRAM tensors, tiles, host-side tile copies and file I/O with the C
   channels and ``threadIdx.y`` along the output channels (the PE-mapped dims), one block per output
   position and group of output channels; partial products meet with an integer ``atomicAdd``, so the
   result is exact whatever the order;
-* ``POOL``/``ADD`` are one-thread-per-output kernels, ``DIV`` runs on the host copy of the tile.
+* ``POOL``/``ADD`` are one-thread-per-output kernels, ``DIV`` runs on the host copy of the tile, and
+  ``EW`` (``cuda_ew``, included when the program has one) one thread per token and row or channel.
 
 Compiled with ``-DTILEPLAN_CUDA_EMULATE`` the same source builds with a C99 or C++ compiler: the CUDA
 calls become sequential CPU stand-ins that run every thread of every block in turn.
@@ -28,14 +29,13 @@ CUDA_HEADER = r"""/*
  * block (the PE array: input channels x output channels).
  *
  * Build: nvcc -O2 -o prog prog.cu
- *   or, on a CPU: cc -std=c99 -x c -DTILEPLAN_CUDA_EMULATE -o prog prog.cu
+ *   or, on a CPU: cc -std=c99 -x c -DTILEPLAN_CUDA_EMULATE -o prog prog.cu$libs
  * Usage: $usage
- *   inputs:  raw little-endian int32, logical order (N, C, H, W); weight (K, C, R, S)
- *   output:  raw little-endian int64, logical order (N, K, P, Q)
+$formats
  * Prints the DRAM bytes the plan moved. Exits 2 when a tile overflows an on-chip memory, 3 on a
  * CUDA error.
  */
-#include <stdint.h>
+$includes#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,8 +158,7 @@ static void load(int64_t *mem, long mem_bytes, const char *mem_name, long offset
     copy_tile(staging, &tiles[tile], 1);
     check(cudaMemcpy(mem + offset, staging, (size_t)span * sizeof(int64_t), cudaMemcpyHostToDevice), line);
     if (counted)
-        dram_read[tensors[tiles[tile].tensor].operand] +=
-            tile_elements(&tiles[tile]) * tensors[tiles[tile].tensor].dram_bytes;
+        count_transfer(tile, 0);
 }
 
 static void store(int64_t *cells, int tile)
@@ -167,7 +166,7 @@ static void store(int64_t *cells, int tile)
     long span = tile_elements(&tiles[tile]) * tensors[tiles[tile].tensor].onchip_bytes;
     check(cudaMemcpy(staging, cells, (size_t)span * sizeof(int64_t), cudaMemcpyDeviceToHost), __LINE__);
     copy_tile(staging, &tiles[tile], 0);
-    dram_written += tile_elements(&tiles[tile]) * tensors[tiles[tile].tensor].dram_bytes;
+    count_transfer(tile, 1);
 }
 
 static void init_tile(int64_t *mem, long mem_bytes, const char *mem_name, long offset, int tile,
@@ -298,10 +297,9 @@ $setup
 $read_inputs
 $body
     transfer_file(argv[$out_arg], &tensors[$out_tensor], 1);
-    printf("dram read bytes: input %lld weight %lld output %lld; written bytes %lld\n",
-           dram_read[0], dram_read[1], dram_read[2], dram_written);
+$report
     return 0;
 }
 """
 
-CUDA_RUNTIME = Template(CUDA_HEADER + PRELUDE + HOST_IO + CUDA_OPS + CUDA_MAIN)
+CUDA_RUNTIME = Template(CUDA_HEADER + PRELUDE + HOST_IO + CUDA_OPS + "${ew_ops}" + CUDA_MAIN)

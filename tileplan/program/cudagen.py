@@ -9,7 +9,9 @@ on-chip memories, ``cudaMemcpy`` for LOAD/STORE, kernels with the PE array as th
 from __future__ import annotations
 
 from tileplan.mapping import Mapping
-from tileplan.program.cgen import _Emitter, substitutions
+from tileplan.program.cgen import _Emitter, ew_kinds, substitutions
+from tileplan.program.cgen_ew import Cells
+from tileplan.program.cuda_ew import cuda_ew_calls, cuda_ew_runtime
 from tileplan.program.cuda_template import CUDA_RUNTIME
 from tileplan.program.ir import Program
 
@@ -17,6 +19,10 @@ from tileplan.program.ir import Program
 class _CudaEmitter(_Emitter):
     def region(self, region: tuple[tuple[int, int], ...]) -> str:
         return "reg16(" + ", ".join(str(v) for rng in region for v in rng) + ")"
+
+    def ew_calls(self, kind: str, row: int, out: Cells, inputs: list[Cells], wt: Cells | None,
+                 region: str) -> list[str]:
+        return cuda_ew_calls(kind, row, out, inputs, wt, region)
 
 
 def thread_block(mapping: Mapping) -> tuple[int, int]:
@@ -32,6 +38,10 @@ def emit_cuda(program: Program, *, threads: tuple[int, int] = (16, 16)) -> str:
     ``threads`` is the thread block of the CONV kernel: input x output channels (the PE array)."""
     em = _CudaEmitter(program)
     fields = substitutions(program, em)
+    if ew_kinds(program):  # one kernel serves every kind: math.h and libm even for mul / add
+        fields.update(ew_ops=cuda_ew_runtime(), includes="#include <math.h>\n", libs=" -lm")
+    else:
+        fields["ew_ops"] = ""
     fields["memories"] = "\n".join(f"static int64_t *mem_{m.name}[NCORES]; /* device buffer: holds "
                                    f"{', '.join(o.label for o in m.operands)} */" for m in program.memories)
     fields["setup"] = "\n".join(

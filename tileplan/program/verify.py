@@ -4,6 +4,7 @@ output with the direct reference and the counted DRAM traffic with the cost mode
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -12,7 +13,7 @@ from tileplan.cost.levels import evaluate_mappings
 from tileplan.cost.problem import Problem
 from tileplan.mapping import Mapping
 from tileplan.program.elementwise import FLOAT_KINDS, ew_kind
-from tileplan.program.executor import ExecResult, execute
+from tileplan.program.executor import execute
 from tileplan.program.generate import generate_program
 from tileplan.program.ir import Program
 from tileplan.program.reference import reference_output
@@ -119,7 +120,24 @@ def outputs_match(layer: Layer, got: np.ndarray, want: np.ndarray) -> bool:
     return bool(np.array_equal(got, want))
 
 
-def compare(layer: Layer, arch: Arch, mapping: Mapping, program: Program, result: ExecResult,
+class Counted(Protocol):
+    """What a run of a program counted: the executor's :class:`ExecResult`, or a C binary's run."""
+
+    @property
+    def output(self) -> np.ndarray: ...
+    @property
+    def read_bytes(self) -> tuple[int, int, int]: ...
+    @property
+    def write_bytes(self) -> int: ...
+    @property
+    def bursts(self) -> tuple[int, int, int]: ...
+    @property
+    def aligned_bursts(self) -> tuple[int, int, int]: ...
+    @property
+    def instructions(self) -> int: ...
+
+
+def compare(layer: Layer, arch: Arch, mapping: Mapping, program: Program, result: Counted,
             expected: np.ndarray | None) -> VerifyResult:
     """Set an execution's counts beside the model's prediction (``expected``: reference output,
     ``None`` when the layer computes nothing, as a concat)."""
@@ -153,4 +171,4 @@ def verify_layer(layer: Layer, arch: Arch, mapping: Mapping, *, seed: int = 0) -
     return compare(layer, arch, mapping, program, result, expected)
 
 
-__all__ = ["VerifyResult", "compare", "outputs_match", "random_operands", "verify_layer"]
+__all__ = ["Counted", "VerifyResult", "compare", "outputs_match", "random_operands", "verify_layer"]

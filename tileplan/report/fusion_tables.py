@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from tileplan.fusion.group import FusedGroup
+from tileplan.fusion.block import group_of
 from tileplan.fusion.plan import FusionPlan, ctc_ratio
 from tileplan.report.tables import kb, si
 from tileplan.workload.network import Network
@@ -31,7 +31,7 @@ def fusion_table(plan: FusionPlan, network: Network) -> Table:
                           kb(cost.dram_bytes), "", si(cost.latency_cycles), "",
                           *([f"{ctc[name]:.2f}"] if ctc else []))
             continue
-        described = group.mapping.describe(FusedGroup.of(network, group.layers)) + (
+        described = group.mapping.describe(group_of(network, group.layers)) + (
             f", {group.partition['describe']}" if group.partition else "")
         table.add_row(name + (" *" if group.cached_from else ""), described, kb(cost.dram_input_bytes),
                       kb(cost.dram_weight_bytes), kb(cost.dram_output_bytes), kb(cost.dram_bytes),

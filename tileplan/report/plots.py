@@ -289,6 +289,13 @@ def _numeric(tick: str) -> bool:
     return True
 
 
+def figure_titles(fig: Figure) -> list[str]:
+    """The figure's title texts: its suptitle, then every axes title (empty ones left out)."""
+    sup = getattr(fig, "_suptitle", None)  # matplotlib keeps the suptitle here (no public getter before 3.10)
+    titles = [sup.get_text()] if sup is not None and sup.get_text() else []
+    return titles + [ax.get_title() for ax in fig.axes if ax.get_title()]
+
+
 def figure_problems(fig: Figure) -> list[str]:
     """What makes ``fig`` hard to read, as sentences (empty: none): an axes without a y label, a
     y label that joins two units ("kB / %", "uJ / Mcycles": draw two panels, :func:`bar_panels`),

@@ -14,6 +14,10 @@ from tileplan.dims import Dim
 from tileplan.workload.layer import Layer
 from tileplan.workload.network import Network
 
+#: MARVEL's loop letters in our dims: its P is the output width (our Q) and its Q the output height
+#: (our P); K and C are our G on channel-wise layers (``MarvelLayer.channelwise``).
+MARVEL_DIMS: dict[str, Dim] = {"K": Dim.K, "C": Dim.C, "P": Dim.Q, "Q": Dim.P, "R": Dim.R, "S": Dim.S}
+
 
 @dataclass(frozen=True)
 class MarvelLayer:
@@ -54,8 +58,7 @@ class MarvelLayer:
     def our_order(self) -> tuple[Dim, ...]:
         """MARVEL's inter-tile order completed to all eight dims: the named loops innermost, in
         MARVEL's order, the rest outside them in DIMS order."""
-        rename = {"K": Dim.G if self.channelwise else Dim.K, "C": Dim.G if self.channelwise else Dim.C,
-                  "P": Dim.Q, "Q": Dim.P, "R": Dim.R, "S": Dim.S}
+        rename = {**MARVEL_DIMS, **({"K": Dim.G, "C": Dim.G} if self.channelwise else {})}
         inner = [rename[x] for x in self.order]
         return tuple([d for d in Dim if d not in inner] + inner)
 
