@@ -72,7 +72,7 @@ def finish(K: Any, o: Any, dd: Any, m0: Any, m1: Any, m2: Any, pi: Any, pf: Any,
            energy: bool = True) -> tuple[Any, ...]:
     """Stage two under loop order ``o``: (DRAM read bytes of input, weight, output; DRAM write bytes;
     bursts of input, weight, output; DRAM cycles, compute cycles, NoC cycles, latency cycles; energy
-    pJ of MACs, register files, on-chip buffers, NoC, DRAM). ``dd`` is stage one's trip table,
+    pJ of MACs, register files, on-chip buffers, NoC, DRAM). ``dd`` is stage two's trip table,
     ``m0..m2`` the bitmasks of the dimensions that index each operand and are not hoisted (see
     :func:`reload`); ``pr`` is scratch for the reload factors of each shape (``pr[s * 3 + op]``).
     Without ``energy`` the energies are not computed (0). Feasibility is not applied here (see

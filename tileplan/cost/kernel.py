@@ -295,7 +295,7 @@ def model_loop(K: Any, tiles: Any, hoist: Any, unroll: Any, layouts: Any, order:
       ``cyc[k, i]`` (DRAM, compute, NoC, latency), energy ``en[i]`` (5), footprints ``fp[i]``, fit
       ``feas[i]`` (cycles and energy ``inf`` where it does not fit);
     - else: ``keys[i, k]``, the objective of candidate ``i`` under every loop order ``orders[k]``
-      (``inf`` where it does not fit); stage one runs once per candidate.
+      (``inf`` where it does not fit); stage two runs once per candidate.
 
     ``hoist[i, op]`` holds operand ``op``'s hoist flags (see :func:`hoist_bits`); the arrays a use
     does not write may be empty."""

@@ -201,7 +201,7 @@ def best_unroll(K: KernelTables, tiles: np.ndarray, options: np.ndarray) -> np.n
 def reload_factors(order: np.ndarray, trips: np.ndarray, hoist: np.ndarray) -> np.ndarray:
     """(n, 3): how many times each operand's tiles are swept (output: visits of each output box)
     under ``order`` ((8,) or (n, 8)), given the trip counts ((n, 8)) directly and the hoist flags
-    ((n, 3, 8)): ``kernel.reload``."""
+    ((n, 3, 8)): ``cost.finish.reload``."""
     n = trips.shape[0]
     out = np.ones((n, 3), dtype=np.int64)
     if n == 0:
@@ -221,7 +221,7 @@ def reload_factors_orders(orders: np.ndarray, trips: np.ndarray) -> np.ndarray:
     """(n, k, 3): :func:`reload_factors` of every trip-count vector of ``trips`` ((n, 8)) under every
     loop order of ``orders`` ((k, 8), outermost first), nothing hoisted, in one vectorised pass.
 
-    The rule of ``kernel.reload``: with q the innermost position whose dimension indexes the operand
+    The rule of ``cost.finish.reload``: with q the innermost position whose dimension indexes the operand
     and has more than one trip, the factor is the product of the trips of the loops at or outside q
     that do not index it (1 when there is no such q)."""
     orders = np.asarray(orders, dtype=np.int64)
