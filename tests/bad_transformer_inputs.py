@@ -81,6 +81,32 @@ def dynamic_embeds() -> bytes:
     return _bytes(g, [linear(g, "x", D, D, "a")], _x([1, "sequence", D]))
 
 
+def gathernd_of_activation() -> bytes:
+    g = Graph()
+    a = linear(g, "x", D, D, "a")
+    return _bytes(g, [g.one("GatherND", [a, g.ints([[0, 1]])], name="pick_rows")])
+
+
+def external_shape_constant() -> bytes:
+    """A Reshape whose target shape was saved to an external data file (size_threshold=0)."""
+    g = Graph()
+    a = linear(g, "x", D, D, "a")
+    y = g.one("Reshape", [a, g.ints([1, SEQ, 2, D // 2], "target")], name="split_heads")
+    model = g.model(_x(), [y])
+    for t in model.graph.initializer:
+        if t.name == "target":
+            t.ClearField("raw_data")
+            t.ClearField("int64_data")
+            t.data_location = TensorProto.EXTERNAL
+            t.external_data.add(key="location", value="m.onnx.data")
+    return model.SerializeToString()
+
+
+def real_export(name: str) -> bytes:
+    """A committed real export (``tests/data/onnx_exports``; weights stripped)."""
+    return (Path(__file__).parent / "data" / "onnx_exports" / name).read_bytes()
+
+
 def cases(case: type) -> list:
     """The transformer cases as ``case(id, argv, expect, files)``."""
     return [
@@ -116,4 +142,17 @@ def cases(case: type) -> list:
              {"m.onnx": gemm_of_activations()}),
         case("onnx-shape-does-not-propagate", ["plan", "m.onnx"], "Reshape node 'r'",
              {"m.onnx": shape_from_activation()}),
+        case("onnx-gathernd-of-activation", ["plan", "m.onnx"], "GatherND node 'pick_rows' computes on an "
+             "activation", {"m.onnx": gathernd_of_activation()}),
+        case("onnx-real-bert-seq-too-long", ["plan", "m.onnx", "--seq", "200"], "Expand node "
+             "'/model/embeddings/Expand_1' cannot broadcast (1, 128) to (1, 200); if --seq was given, it may "
+             "exceed the model's positions", {"m.onnx": real_export("bert-ts.onnx")}),
+        case("onnx-external-shape-constant", ["plan", "m.onnx"], "takes its shape from 'target', which is "
+             "stored in an external data file", {"m.onnx": external_shape_constant()}),
+        case("onnx-real-dynamo-export-without-seq", ["plan", "m.onnx"], "'input_ids' has a dynamic sequence "
+             "length (axis 1, sequence); give the tokens to plan with --seq", {"m.onnx": real_export(
+                 "bert-dynamo.onnx")}),
+        case("onnx-real-ts-export-seq-too-long", ["plan", "m.onnx", "--seq", "200"], "looks up row 199 of the "
+             "128-row table 'model.transformer.wpe.weight'; the sequence is longer than the model's 128 positions",
+             {"m.onnx": real_export("gpt2-ts.onnx")}),
     ]

@@ -75,21 +75,44 @@ def test_buffer_equations_2_4_6_8_and_the_faithful_differences(name: str) -> Non
 
 
 def test_grouped_second_layer_is_ye_cardinality() -> None:
+    """C = 4 sublayers (a grouped 3x3 second layer, 4 channels per group): every strategy's DRAM
+    accesses are its printed equation (pr2l: the input once per step, not C times), with wr2lv1's
+    c < C sublayers (whole-group chunks, the chunk loop outermost) giving Eq. 3 with c and wr2lv2's
+    chunks within one sublayer Eq. 5; the buffers are Eq. 2, 4, 6, 8 plus the faithful terms of the
+    ungrouped test, with one sublayer's partial sums (abh D2,x, B W1 W2 D2,x), not all C of them."""
     group = _valid_pair(groups=4)
     assert cardinality(group) == 4
     s = PairShape.of(group)
     assert (s.card, s.d1, s.d2) == (4, 4, 4)
     arch = api.load_arch("ye-1024")
-    for name, c in (("ir2l", 1), ("wr2lv1", 4)):
-        cost = evaluate_fused(group, arch, _mapping(group, name, 4, 4, 1, 1)).cost
-        want = dram(name, s, np.array([4]), np.array([4]), np.array([1]), np.array([c]), np.array([1]))[0]
-        assert float(cost.dram_bytes[0]) == 2 * want
-    # pr2l in the model reads the input once per step, Eq. 7 C times; wr2lv2 needs a chunkable map.
-    pr = evaluate_fused(group, arch, _mapping(group, "pr2l", 4, 4, 1, 1)).cost
-    full = dram("pr2l", s, np.array([4]), np.array([4]), np.array([1]), np.array([1]), np.array([1]))[0]
+    one, a, b, h = np.array([1]), 4, 4, 1
+    (a2,), _ = windows(s, np.array([a]))
+    (b2,), _ = windows(s, np.array([b]))
+    cases = [  # name, chunk, resident, chunk loop outermost, c, d, faithful extra buffer elements
+        ("ir2l", 1, (False, False), False, 1, 1,
+         s.d2 * s.s2 ** 2 + s.c1 * s.s1 ** 2 - max(s.c1 * s.s1 ** 2, s.s2 ** 2)),
+        ("wr2lv1", 1, (True, True), False, 4, 1, a * b * h * s.d2),  # c = C: Eq. 4 has no psums, the model one tile's
+        ("wr2lv1", 8, (False, False), True, 2, 1, a2 * b2 * h * (2 * s.d1 - 1) + a * b * h * 2 * s.d2),
+        ("wr2lv2", 2, (False, False), True, 1, 2, a2 * b2 * h * (2 - 1)),
+        ("wr2lv2", 1, (False, False), True, 1, 1, 0),
+    ]
+    for name, chunk, resident, outer, c, d, extra in cases:
+        mapping = FusedMapping(h, b, a, group.last.k_out, Overlap.RECOMPUTE, Direction.ROWS, resident, (chunk,), ONES,
+                               outer)
+        cost = evaluate_fused(group, arch, mapping).cost
+        args = (np.array([a]), np.array([b]), np.array([h]), np.array([c]), np.array([d]))
+        assert float(cost.dram_bytes[0]) == 2 * dram(name, s, *args)[0], (name, chunk)
+        assert int(cost.footprint_bytes[0].sum()) == 2 * (buffer(name, s, *args)[0] + extra), (name, chunk)
+    pr = evaluate_fused(group, arch, _mapping(group, "pr2l", 4, 4, 1, 2)).cost
+    full = dram("pr2l", s, np.array([4]), np.array([4]), one, one, np.array([2]))[0]
     ifmap = 2 * 10 * 10 * 24  # whole-map ifmap of 4x4 tiles with a 6x6 halo'd window: 4 tiles x 36 px x 2
     assert float(pr.dram_bytes[0]) == 2 * (full - (s.card - 1) * (ifmap * 36 * 4 / 100))
-    assert restriction("wr2lv2", group) is None
+    assert int(pr.footprint_bytes[0].sum()) == 2 * (buffer("pr2l", s, np.array([4]), np.array([4]), one, one,
+                                                           np.array([2]))[0] + a2 * b2 * h * (2 - 1))
+    wr2lv2 = restriction("wr2lv2", group)
+    assert wr2lv2 is not None and wr2lv2.chunks == [(1,), (2,)]  # within one sublayer of 4 channels
+    wr2lv1 = restriction("wr2lv1", group)
+    assert wr2lv1 is not None and wr2lv1.also is not None and wr2lv1.also.chunks == [(4,), (8,)]  # c = 1, 2
     assert restriction("superslash", group) is None
 
 

@@ -502,10 +502,12 @@ def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, object
 
 def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Sequence[str], *,
                objective: str | Objective = "latency", batch: int = 1,
-               precision_bytes: int | None = None, strategy: str = "exhaustive") -> tuple[FusedGroup, GroupResult]:
+               precision_bytes: int | None = None, strategy: str = "exhaustive", seq: int | None = None,
+               kv: int | None = None) -> tuple[FusedGroup, GroupResult]:
     """The best fused mapping of the consecutive layers ``names`` of ``network`` (a legal chain):
     over the whole fused space (``exhaustive``) or, with ``hwff``, under HW-Flow-Fusion's spatial and
-    temporal partitions of the PE array (the mapping the ``hwff`` network planner keeps).
+    temporal partitions of the PE array (the mapping the ``hwff`` network planner keeps). ``seq`` /
+    ``kv``: a transformer's tokens and KV-cache length.
 
     Raises ``WorkloadError`` for an illegal group and ``InfeasibleError`` when no fused mapping fits.
     """
@@ -515,8 +517,11 @@ def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Se
     if strategy not in ("exhaustive", "hwff"):
         raise TileplanError(f"a fused group is searched with strategy exhaustive or hwff, not {strategy!r}")
     a = load_arch(arch)
-    net = load_network(network, batch=batch).with_precision(_precision(a, precision_bytes))
+    net = load_network(network, batch=batch, seq=seq, kv=kv).with_precision(_precision(a, precision_bytes))
     group = group_of(net, names)
+    if strategy == "hwff" and group.transformer is not None:
+        raise TileplanError(f"{group.name} is an attention or MLP block: HW-Flow-Fusion's partitions fuse windowed "
+                            f"chains; search it with --strategy exhaustive")
     result = (search_hwff if strategy == "hwff" else search_group)(group, a, Objective(objective))
     if result is None:
         raise InfeasibleError(f"no fused mapping of {group.name} fits on {a.name}'s on-chip memories")

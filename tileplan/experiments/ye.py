@@ -25,23 +25,20 @@ import numpy as np
 
 from tileplan import api
 from tileplan.arch.spec import Arch
-from tileplan.cost.problem import Problem
 from tileplan.experiments import ye_extra
 from tileplan.experiments.common import OURS_ONLY, ExperimentResult, Log, Reference
+from tileplan.experiments.ye_fig6 import best_fused, fig6_rows, fig6a_weight_reuse_note
 from tileplan.experiments.ye_setup import DRAM, conv_part, words_arch
-from tileplan.fusion.group import FusedGroup, FusedMapping
+from tileplan.fusion.group import FusedGroup, FusedMapping, chain_error
 from tileplan.fusion.plan import FusionPlan
-from tileplan.fusion.planner import candidate_groups, candidate_groups_sizes, choose_cut, plan_fusion_sizes
+from tileplan.fusion.planner import candidate_groups_sizes, choose_cut, plan_fusion_sizes
 from tileplan.fusion.search import GroupResult
 from tileplan.fusion.verify import verify_fused
-from tileplan.fusion.ye import FUSED, FUSED_FAMILIES, classify, group_searcher, group_sizes_searcher, search_pair_sizes
-from tileplan.fusion.ye_formulas import PairShape, best_printed, best_printed_f2l
+from tileplan.fusion.ye import FUSED, FUSED_FAMILIES, classify, conv_pool_conv, group_sizes_searcher
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, NetworkPlan
 from tileplan.report import plots
-from tileplan.search import run as run_strategy
-from tileplan.search.ye import ORDERS
-from tileplan.workload.layer import Layer, Precision
+from tileplan.workload.layer import Precision
 from tileplan.workload.network import Network
 
 NAME = "ye"
@@ -99,12 +96,31 @@ def _cut_dram(base: NetworkPlan, found: dict[tuple[int, int], tuple[GroupResult,
     return total, cut
 
 
+def ye_candidates(net: Network, archs: Sequence[Arch], strategies: tuple[str, ...] = FUSED
+                  ) -> list[dict[tuple[int, int], tuple[GroupResult, str | None]]]:
+    """Per accelerator, the pairs Ye et al.'s ``strategies`` fuse (``planner.candidate_groups_sizes``)
+    plus the convolution-pool-convolution triples (``fusion.ye.conv_pool_conv``: a pair across a
+    pool, which the planner's growth rule never reaches since a convolution and a pool alone are no
+    pair), each distinct group searched once for all sizes."""
+    found = candidate_groups_sizes(net, archs, DRAM, max_group=2, sizes_searcher=group_sizes_searcher(strategies))
+    layers = net.layers
+    for s in range(len(layers) - 2):
+        chain = layers[s:s + 3]
+        if chain_error(chain, net) is not None:
+            continue
+        group = FusedGroup.of(net, [x.name for x in chain])
+        if conv_pool_conv(group):
+            for a, res in enumerate(group_sizes_searcher(strategies)(group, archs, DRAM)):
+                if res is not None:
+                    found[a][(s, s + 3)] = (res, None)
+    return found
+
+
 def fused_only_dram(network: Network, arch: Arch, plan: FusionPlan) -> float:
     """Fused-two-layer-only DRAM bytes of ``network`` (Ye et al.'s pairs wherever one fits, single
     layers elsewhere) on the single-layer plans of ``plan.base``."""
     net = network.with_precision(Precision.uniform(arch.precision_bytes, arch.psum_bytes))
-    found = candidate_groups(net, arch, DRAM, max_group=2, searcher=group_searcher(FUSED))
-    return _cut_dram(plan.base, found, arch, fused_only=True)[0]
+    return _cut_dram(plan.base, ye_candidates(net, [arch])[0], arch, fused_only=True)[0]
 
 
 @dataclass(frozen=True)
@@ -117,6 +133,12 @@ class Point:
     chosen: dict[str, int]
     seconds: float
     pairs: tuple[tuple[str, FusedGroup, FusedMapping], ...] = ()
+    #: every group Ye et al.'s strategies fuse here: (name, strategy, fused DRAM bytes, its layers' single DRAM bytes)
+    candidates: tuple[tuple[str, str, float, float], ...] = ()
+    #: the groups of the fused-only cut (names)
+    forced: tuple[str, ...] = ()
+    #: SmartShuttle's DRAM bytes per layer kind (conv, pointwise, grouped_conv, add, maxpool, ...)
+    by_op: tuple[tuple[str, float], ...] = ()
 
 
 def network_point(label: str, zoo_name: str, batch: int, kb: int, *, general: bool = True) -> Point:
@@ -140,7 +162,7 @@ def network_points(label: str, zoo_name: str, batch: int, sizes: Sequence[int], 
         bases.append(api.plan(net, arch, strategy="smartshuttle", objective=DRAM, batch=batch, jobs=1))
         if general:
             gbases.append(api.plan(net, arch, strategy="exhaustive", objective=DRAM, batch=batch, jobs=1))
-    yes = candidate_groups_sizes(net, archs, DRAM, max_group=2, sizes_searcher=group_sizes_searcher(FUSED))
+    yes = ye_candidates(net, archs)
     fam = FUSED_FAMILIES["superslash"]
     sss = candidate_groups_sizes(net, archs, DRAM, max_group=fam.max_group,
                                  sizes_searcher=group_sizes_searcher(fam.fused))
@@ -150,7 +172,15 @@ def network_points(label: str, zoo_name: str, batch: int, sizes: Sequence[int], 
     points = []
     for kb, arch, base, ye, ss, gen in zip(sizes, archs, bases, yes, sss, generals, strict=True):
         hybrid, cut = _cut_dram(base, ye, arch, fused_only=False)
-        fused, _ = _cut_dram(base, ye, arch, fused_only=True)
+        fused, fcut = _cut_dram(base, ye, arch, fused_only=True)
+        names = {(s, e): "+".join(x.name for x in net.layers[s:e]) for s, e in ye}
+        candidates = tuple((names[(s, e)], classify(FusedGroup(tuple(net.layers[s:e])), res.mapping),
+                            float(res.cost.dram_bytes[0]), float(sum(lp.cost.dram_bytes for lp in base.layers[s:e])))
+                           for (s, e), (res, _) in ye.items())
+        forced = tuple(names[seg] for seg in fcut if seg[1] - seg[0] > 1)
+        by_op: dict[str, float] = {}
+        for x, lp in zip(net.layers, base.layers, strict=True):
+            by_op[x.op.value] = by_op.get(x.op.value, 0.0) + float(lp.cost.dram_bytes)
         superslash, _ = _cut_dram(base, ss, arch, fused_only=False)
         dram = {"smartshuttle": network_dram(base), "fused_only": fused, "hybrid": hybrid, "superslash": superslash}
         if gen is not None:
@@ -163,7 +193,7 @@ def network_points(label: str, zoo_name: str, batch: int, sizes: Sequence[int], 
                 name = classify(group, ye[(s, e)][0].mapping)
                 chosen[name] = chosen.get(name, 0) + 1
                 pairs.append((name, group, ye[(s, e)][0].mapping))
-        points.append(Point(label, kb, dram, chosen, 0.0, tuple(pairs)))
+        points.append(Point(label, kb, dram, chosen, 0.0, tuple(pairs), candidates, forced, tuple(by_op.items())))
     seconds = (time.perf_counter() - t0) / len(points)
     return [replace(p, seconds=seconds) for p in points]
 
@@ -205,80 +235,6 @@ def verify_chosen(point: Point, arch: Arch) -> list[dict[str, Any]]:
     return rows
 
 
-def fig6_pair(c1: int, hw: int) -> tuple[FusedGroup, list[Layer]]:
-    """Fig. 6's DenseNet-121 pairs: a 1x1 conv C1 -> 128 then a 3x3 conv 128 -> 32 on hw x hw, batch 3."""
-    p = Precision.uniform(1)
-    l1 = Layer.conv("l1", n=3, c_in=c1, h=hw, w=hw, k_out=128, r=1, precision=p)
-    l2 = Layer.conv("l2", n=3, c_in=128, h=hw, w=hw, k_out=32, r=3, inputs=("l1",), precision=p)
-    return FusedGroup((l1, l2)), [l1, l2]
-
-
-def fig6_rows(c1: int, hw: int, sizes: Sequence[int], *, paper_formulas: bool = False) -> list[dict[str, Any]]:
-    """Per buffer size: DRAM elements of each fused strategy, of single-layer ir / wr / pr (both
-    layers the same dataflow), SmartShuttle (best per layer), and the printed Eq. 9 minimum."""
-    group, layers = fig6_pair(c1, hw)
-    archs = [words_arch(kb) for kb in sizes]
-    fused = {name: search_pair_sizes(group, archs, name) for name in FUSED}  # every size in one pass
-    rows = []
-    for i, (kb, arch) in enumerate(zip(sizes, archs, strict=True)):
-        row: dict[str, Any] = {"buffer_kb": kb}
-        for name in FUSED:
-            res = fused[name][i]
-            row[name] = float(res.cost.dram_bytes[0]) if res is not None else float("nan")
-        per_layer = {name: [float(run_strategy(name, Problem(x, arch), DRAM).cost.dram_bytes[0]) for x in layers]
-                     for name in ORDERS}
-        for name in ORDERS:
-            row[name] = sum(per_layer[name])
-        # SmartShuttle: the best of ir / wr / pr per layer (what its brute force finds, tests).
-        row["smartshuttle"] = sum(min(per_layer[n][i] for n in ORDERS) for i in range(len(layers)))
-        printed = best_printed_f2l(PairShape.of(group), kb * 1024)
-        row["f2l_printed_eq9"] = printed.dram_elements if printed is not None else float("nan")
-        if paper_formulas:
-            for name in FUSED:
-                from tileplan.fusion.ye_formulas import best_printed
-
-                best = best_printed(name, PairShape.of(group), kb * 1024)
-                row[f"{name}_printed"] = best.dram_elements if best is not None else float("nan")
-        rows.append(row)
-    return rows
-
-
-def fig6a_weight_reuse_note(rows: list[dict[str, Any]], sizes: Sequence[int] = (96, 128, 256)) -> str:
-    """Why Fig. 6a's "wr2lv2 best above 96 KB" is wr2lv1 here: the printed Eq. 3 / Eq. 5 minima and
-    the model's at ``sizes`` (those of ``rows``), one and two bytes per element."""
-    group, _ = fig6_pair(336, 28)
-    shape = PairShape.of(group)
-    by_kb = {r["buffer_kb"]: r for r in rows}
-
-    def printed(name: str, kb: int, width: int) -> str:
-        best = best_printed(name, shape, kb * 1024 / width)
-        return "does not fit" if best is None else f"{best.dram_elements:,.0f}"
-
-    parts = []
-    for kb in [k for k in sizes if k in by_kb]:
-        r = by_kb[kb]
-        parts.append(f"{kb} KB: Eq. 3 (wr2lv1) {printed('wr2lv1', kb, 1)} vs Eq. 5 (wr2lv2) {printed('wr2lv2', kb, 1)} "
-                     f"words printed, {r['wr2lv1']:,.0f} vs {r['wr2lv2']:,.0f} in the model; at 2 B/element "
-                     f"{printed('wr2lv1', kb, 2)} vs {printed('wr2lv2', kb, 2)}")
-    weights = shape.c1 * shape.d1 * shape.s1 ** 2 + shape.d1 * shape.d2 * shape.s2 ** 2
-    psums = shape.batch * shape.w1 * shape.w2 * shape.d2
-    per_d = shape.c1 * shape.s1 ** 2 + shape.d2 * shape.s2 ** 2
-    return ("**fig6a** the paper has wr2lv2 as the best fused strategy above 96 KB; here it is wr2lv1, and no "
-            "reading of the printed equations gives the paper's order: with C = c = 1, Eq. 5 is Eq. 3 with its "
-            f"ifmap term multiplied by D1/d >= 1 (d <= D1 = {shape.d1}), so wr2lv2 never beats wr2lv1 where both fit, "
-            f"and Eq. 6 is below Eq. 4 only when B W1 W2 D2 + d (C1 S1^2 + D2 S2^2) = {psums:,} + {per_d} d < "
-            f"{weights:,} (all weights), i.e. d <= {(weights - psums - 1) // per_d}, where the ifmaps are re-read "
-            f">= {-(-shape.d1 // ((weights - psums - 1) // per_d))} times. At two bytes per element neither weight "
-            f"reuse fits below {psums * 2 / 1024:.0f} KB (wr2lv2's psums alone), so no word width helps either. "
-            + "; ".join(parts) + ". We read Fig. 6a's wr2lv1 / wr2lv2 labels as swapped.")
-
-
-def _best_fused(row: dict[str, Any]) -> str:
-    """The fused strategy with the fewest DRAM accesses in a Fig. 6 row (nan: does not fit)."""
-    fits = {n: row[n] for n in FUSED if row[n] == row[n]}
-    return min(fits, key=fits.__getitem__) if fits else "none"
-
-
 def _reduction(better: float, worse: float) -> float:
     return 100.0 * (1.0 - better / worse) if worse else 0.0
 
@@ -316,7 +272,7 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
         res.figure(key, partial(plots.lines, list(fig6_sizes), series,
                                 title=f"Fig. {key[3:]}: DenseNet-121 pair, DRAM vs buffer", xlabel="buffer (K words)",
                                 ylabel="DRAM accesses (words)", logy=True))
-        fused_best = [_best_fused(r) for r in rows]
+        fused_best = [best_fused(r) for r in rows]
         single_wins = [r["smartshuttle"] < min([r[n] for n in FUSED if r[n] == r[n]] or [float("inf")])
                        for r in rows]
         res.note(f"**{key}** best fused strategy per size: " + ", ".join(
@@ -382,18 +338,20 @@ def _window_why(points: list[Point], label: str, vs: str, lo: int, hi: int, best
             + "; ".join(f"at {p.kb} K words {_reduction(p.dram['hybrid'], p.dram[vs]):.1f} %, {_pairs(p)}"
                         for p in ends))
     if label == "resnext50":
-        text += ("; ResNeXt's pairs are a 1x1 conv feeding the grouped 3x3 conv (C = 32), whose input cannot be taken "
-                 "in channel chunks in our model, so ir2l and pr2l must hold the whole intermediate tile")
+        text += ("; ResNeXt's pairs are a 1x1 conv feeding the grouped 3x3 conv (C = 32 sublayers); "
+                 + ye_extra.forced_losses(best)
+                 + ("; " + ye_extra.scope_text(best, vs) if vs == "smartshuttle" else ""))
     if label == "alexnet_b3":
         one = _window(points, "alexnet1t_b3", lo, hi)
         if one:
             top = max(one, key=lambda p: _reduction(p.dram["hybrid"], p.dram[vs]))
             text += (f"; this is Caffe's two-tower AlexNet (conv2, conv4, conv5 in two groups), the form the paper "
-                     f"evaluates: in our model conv4-conv5 (a grouped first layer) is no Ye pair, conv3-conv4's "
-                     f"grouped consumer cannot take the intermediate map in channel chunks (so it fuses only with the "
-                     f"whole 13x13x384 map on chip), and SuperSlash's space here fuses no grouped layer; "
-                     f"torchvision's single-tower AlexNet gives {_reduction(top.dram['hybrid'], top.dram[vs]):.1f} % "
-                     f"at {top.kb} K words ({_pairs(top)})")
+                     f"evaluates: in our model conv4-conv5 (a grouped first layer) is no Ye pair and SuperSlash's "
+                     f"space fuses no grouped layer and no pool (SuperSlash {best.dram['superslash'] / 1e6:.2f} MB, "
+                     f"SmartShuttle {best.dram['smartshuttle'] / 1e6:.2f} MB); Ye's groups at {best.kb} K words: "
+                     + ye_extra.candidates_text(best)
+                     + f"; torchvision's single-tower AlexNet gives {_reduction(top.dram['hybrid'], top.dram[vs]):.1f} "
+                       f"% at {top.kb} K words ({_pairs(top)})")
     return text
 
 

@@ -17,8 +17,18 @@ import numpy as np
 from tileplan.arch.spec import Arch
 from tileplan.cost.batch import CostBatch
 from tileplan.dims import Dim, Operand
+from tileplan.errors import MappingError
 from tileplan.fusion.cost import FusedCost, GroupModel, Selection, _ceil, box_bursts, parts
-from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap, Side, out_step, stack_channels
+from tileplan.fusion.group import (
+    Direction,
+    FusedGroup,
+    FusedMapping,
+    Overlap,
+    Side,
+    out_step,
+    stack_channels,
+    store_step,
+)
 from tileplan.workload.layer import Layer, OpKind
 
 _IN, _W, _OUT = Operand.INPUT, Operand.WEIGHT, Operand.OUTPUT
@@ -31,7 +41,9 @@ def weight_terms(gm: GroupModel, m: int, resident: bool, chunk: tuple[int, ...],
 
     Resident weights are loaded once; streamed ones every step in pieces: ``chunk`` filters for the
     producer of a chunked map, ``tile_k`` filters for a last layer with K chunks, the chunk's input
-    channels of every filter for the consumer of a chunked map, else one filter at a time.
+    channels of every filter it feeds for the consumer of a chunked map (a grouped consumer: the
+    filters of the chunk's group; whole groups: their filters, one contiguous block), else one filter
+    at a time.
     """
     n = len(steps)
     if not gm.layers[m].has_weights:
@@ -55,9 +67,13 @@ def _weight_scalars(gm: GroupModel, m: int, resident: bool, chunk: tuple[int, ..
     if resident:
         return float(total * b), float(_ceil(total * b, burst)), total * b
     kt, c, rs = layer.k_out, layer.dims[Dim.C], layer.r * layer.s
-    if m > 0 and chunk[m - 1] < gm.layers[m - 1].k_out:
+    if m > 0 and gm.group.whole_groups(m - 1, chunk[m - 1]):  # whole groups: one contiguous block per chunk
+        block = chunk[m - 1] // c * layer.dims[Dim.K] * c * rs * b
+        pieces = layer.groups // (chunk[m - 1] // c) * int(_ceil(block, burst))
+        piece_bytes = block
+    elif m > 0 and chunk[m - 1] < gm.layers[m - 1].k_out:  # the chunk's channels of every filter it feeds
         pieces = sum(cnt * kt * int(_ceil(ce * rs * b, burst)) for ce, cnt in parts(c, chunk[m - 1]))
-        piece_bytes = kt * min(chunk[m - 1], c) * rs * b
+        piece_bytes = layer.dims[Dim.K] * min(chunk[m - 1], c) * rs * b
     else:
         streamed = tuple(i != m for i in range(len(gm.layers)))  # this layer's weights streamed
         f = out_step(gm.group, m, chunk, tile_k, streamed)
@@ -123,7 +139,7 @@ def compute_args(gm: GroupModel, m: int, chunk: tuple[int, ...], tile_k: int,
     chans_in = chunk[m - 1] if m > 0 else layer.c_in
     c_chunk = chans_in if (m > 0 and chans_in < gm.layers[m - 1].k_out) else layer.dims[Dim.C]
     step = out_step(gm.group, m, chunk, tile_k, resident)
-    g_tile = 1 if step < layer.k_out else layer.groups
+    g_tile = step // layer.dims[Dim.K] if layer.groups > 1 else 1
     k_tile = step if layer.groups == 1 else layer.dims[Dim.K]
     return c_chunk, (g_tile, k_tile)
 
@@ -185,13 +201,15 @@ def traffic(gm: GroupModel, sel: Selection, c: Choice) -> tuple[np.ndarray, np.n
     side_bytes, side_bursts = side_traffic(gm, sel, tile_n, reuse)
     read[:, _IN] += side_bytes
     bursts[:, _IN] += side_bursts
-    # Last layer's output: every element written once, tile by tile (K chunks innermost).
+    # Last layer's output: every element written once, tile by tile (K chunks innermost; a grouped
+    # last layer consuming a chunked map: the groups each chunk completes).
     b_out = probs[-1].precision.output
     write = np.full(n, float(last.elements(_OUT) * b_out))
     ho, hp = gm.hist(0, "out", len(layers) - 1), gm.hist(1, "out", len(layers) - 1)
-    bursts[:, _OUT] = sel.take(gm.cached(("out_bursts", tile_n, tile_k), lambda: np.sum([
+    store_k = store_step(gm.group, chunk, tile_k, resident)
+    bursts[:, _OUT] = sel.take(gm.cached(("out_bursts", tile_n, store_k), lambda: np.sum([
         cn * ck * gm.grid(ho, hp, box_bursts((last.n, kt_last, last.p, last.q), en, ek, b_out, burst))
-        for (en, cn), (ek, ck) in product(nparts, parts(kt_last, tile_k))], axis=0)))
+        for (en, cn), (ek, ck) in product(nparts, parts(kt_last, store_k))], axis=0)))
     steps = sel.steps(tile_n)
     if c.chunk_outer:  # every weight piece is loaded once and kept while the tile steps run
         steps = np.ones_like(steps)
@@ -232,10 +250,12 @@ def footprint(gm: GroupModel, sel: Selection, c: Choice, direction: Direction | 
     held = np.zeros((n, len(arch.memories)))  # on-chip bytes held once
     dbl = np.zeros((n, len(arch.memories)))  # on-chip bytes double-buffered when the arch is
     dbl[:, mem[_IN]] += tn * gm.group.input_channels() * probs[0].precision.input * sel.take(gm.input_area())
-    if c.chunk_outer:  # partial sums of the whole output map wait on chip for the last chunk
-        dbl[:, mem[_OUT]] += float(last.elements(_OUT) * probs[-1].precision.psum)
+    store_k = store_step(gm.group, chunk, tile_k, c.resident)
+    if c.chunk_outer and not gm.group.whole_groups(0, chunk[0]):
+        # partial sums of the whole output map (of the chunk's group) wait on chip for its last chunk
+        dbl[:, mem[_OUT]] += float(last.n * last.p * last.q * store_k * probs[-1].precision.psum)
     else:
-        dbl[:, mem[_OUT]] += tn * min(tile_k, last.k_out) * probs[-1].precision.psum * sel.take(gm.out_area())
+        dbl[:, mem[_OUT]] += tn * store_k * probs[-1].precision.psum * sel.take(gm.out_area())
     if weights:
         dbl += weight_footprint(gm, c)
     reuse_rows, reuse_cols = np.zeros(n), np.zeros(n)
@@ -373,6 +393,9 @@ def _finish(gm: GroupModel, read: np.ndarray, write: np.ndarray, bursts: np.ndar
 
 def evaluate_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> FusedCost:
     """Costs of one fused mapping of ``group`` on ``arch`` (a batch of one)."""
+    if group.transformer is not None:
+        raise MappingError(f"{group.name} is an attention or MLP block: fusion.transformer_cost.evaluate_transformer "
+                           f"costs it")
     mapping.check(group)
     gm = GroupModel(group, arch, np.array([mapping.tile_p]), np.array([mapping.tile_q]))
     cost, _ = assemble(gm, tile_n=mapping.tile_n, tile_k=mapping.tile_k, overlap=mapping.overlap,

@@ -28,6 +28,7 @@ import numpy as np
 from tileplan.errors import WorkloadError
 from tileplan.fusion.group import FUSIBLE, MERGING, FusedGroup, Side, chain_error
 from tileplan.fusion.propagate import AxisGeom, AxisTiles, _new_lo
+from tileplan.fusion.transformer import transformer_shape
 from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.network import Network
 
@@ -117,6 +118,8 @@ def group_of(network: Network, names: Sequence[str], readers: dict[str, list[str
     reads the chain's input again (an identity shortcut) or the layers branch and join, then a block
     group (:func:`block_of`); ``WorkloadError`` naming the reason when neither."""
     layers = [network[n] for n in names]
+    if transformer_shape(layers, network) is not None:  # an attention or MLP block (``fusion.transformer``)
+        return FusedGroup.of(network, names)
     why = chain_error(layers, network, merges=True)
     if why is None and not reads_group_input(layers):
         return FusedGroup.of(network, names)

@@ -270,10 +270,10 @@ static void run(long i, const long *ins)
         dram_box(2, 1, t, lo, hi, l->b_out);
         break;
     }
-    case DROP: {
-        long cg = l->cin / l->groups;
+    case DROP: { /* channels ins[6]:ins[7] of the groups computing outputs ins[4]:ins[5] */
+        long cg = l->cin / l->groups, kg = l->k / l->groups;
         for (long n = ins[2]; n < ins[3]; n++)
-            for (long g = 0; g < l->groups; g++)
+            for (long g = ins[4] / kg; g < (ins[5] + kg - 1) / kg; g++)
                 for (long c = g * cg + ins[6]; c < g * cg + ins[7]; c++)
                     for (long h = 0; h < l->h; h++)
                         for (long w = 0; w < l->w; w++)

@@ -28,8 +28,9 @@ A :class:`FusedMapping` says, for a group:
 * ``resident``: per layer, whether its weights stay on chip for the whole group (loaded once,
   HW-Flow-Fusion's T_if = N_if, T_of = N_of) or are streamed again every step;
 * ``chunk``: per intermediate map, the channels produced at a time (Ye et al.'s channel-chunked
-  fusion: the consumer accumulates partial sums over chunks); equal to the map's channels when the
-  map is not chunked;
+  fusion: the consumer accumulates partial sums over chunks; a grouped consumer only in the groups
+  the chunk feeds, which it holds and stores by themselves: ``FusedGroup.chunk_error``); equal to the
+  map's channels when the map is not chunked;
 * ``unroll``: per layer, the spatial unroll factor of every dimension (DIMS order);
 * ``chunk_outer``: the chunk loop of a two-layer group's chunked map sits *outside* the N/P/Q tile
   loops (Ye et al.'s wr2lv2, Fig. 4c): each chunk's weights are loaded once and kept while every
@@ -46,6 +47,12 @@ from typing import Any
 
 from tileplan.dims import NDIMS, Dim
 from tileplan.errors import MappingError, WorkloadError
+from tileplan.fusion.transformer import (
+    TransformerShape,
+    describe_transformer,
+    transformer_mapping_error,
+    transformer_shape,
+)
 from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.network import Network
 
@@ -132,6 +139,8 @@ def chain_error(layers: Sequence[Layer], network: Network | None = None, *, merg
     """
     if len(layers) < 1:
         return "a group needs at least one layer"
+    if transformer_shape(layers, network) is not None:  # an attention or MLP block (``fusion.transformer``)
+        return None
     for m, layer in enumerate(layers):
         if layer.op in MERGING and merges:
             if m == 0:
@@ -181,6 +190,9 @@ class FusedGroup:
         why = chain_error(self.layers, merges=True)
         if why:
             raise WorkloadError(f"cannot fuse {self.name}: {why}")
+        if self.transformer is not None:  # no DRAM side inputs: K, V and weights are the B operands
+            object.__setattr__(self, "sides", ((),) * len(self.layers))
+            return
         if not self.sides:
             object.__setattr__(self, "sides", _all_sides(self.layers, None))
         if len(self.sides) != len(self.layers):
@@ -219,6 +231,11 @@ class FusedGroup:
     def name(self) -> str:
         return "+".join(layer.name for layer in self.layers)
 
+    @property
+    def transformer(self) -> TransformerShape | None:
+        """The attention or MLP block this group is (``fusion.transformer``), else ``None``."""
+        return transformer_shape(self.layers)
+
     def input_channels(self) -> int:
         """Channels of the group's (windowed) input tensor: the first layer's input (of an add first, one of
         its summed tensors; of a concat first, its chain input's channels)."""
@@ -241,10 +258,55 @@ class FusedGroup:
 
     def chunkable(self, m: int) -> bool:
         """Whether intermediate map ``m`` (output of layer ``m``) may be produced in channel chunks:
-        its consumer must reduce over all of its input channels (an ungrouped layer with weights)."""
+        an ungrouped producer, and a consumer with weights that reduces over more than one input
+        channel per group (an ungrouped layer, or a grouped one such as ResNeXt's 3x3 whose groups
+        are Ye et al.'s sublayers; not a depthwise layer). A grouped consumer's chunks respect its
+        groups (:meth:`chunk_error`)."""
         producer, consumer = self.layers[m], self.layers[m + 1]
-        return (producer.op not in MERGING and consumer.has_weights and consumer.groups == 1 and consumer.c_in > 1
+        return (producer.op not in MERGING and consumer.has_weights and consumer.dims[Dim.C] > 1
                 and producer.groups == 1)
+
+    def chunk_error(self, m: int, chunk: int) -> str | None:
+        """Why map ``m`` cannot be produced in chunks of ``chunk`` channels (``None``: it can). A chunk
+        of a grouped consumer's input feeds only the groups it belongs to: it is a divisor of the
+        channels per group (a part of one group) or a multiple of them that divides the map (whole
+        groups), so that no chunk straddles a group boundary."""
+        channels = self.layers[m].k_out
+        if chunk >= channels:
+            return None
+        if not self.chunkable(m):
+            return (f"map {self.layers[m].name!r} cannot be chunked: its consumer does not reduce over more than "
+                    f"one input channel per group")
+        consumer = self.layers[m + 1]
+        per_group = consumer.dims[Dim.C]
+        if chunk < per_group:
+            straddles = per_group % chunk != 0
+        else:
+            straddles = chunk % per_group != 0 or consumer.groups % (chunk // per_group) != 0
+        if consumer.groups > 1 and straddles:
+            return (f"a chunk of {chunk} channels of map {self.layers[m].name!r} straddles the groups of "
+                    f"{consumer.name!r} ({consumer.groups} groups of {per_group} channels): use a divisor of "
+                    f"{per_group} or a multiple of it that divides {channels}")
+        return None
+
+    def consumer_part(self, m: int, k: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+        """For a chunk ``k`` (a channel range of map ``m`` that respects the consumer's groups): the
+        consumer's output channels it contributes to (all groups flattened) and its input channels
+        within the group (a part of one group, or all of each group for whole groups)."""
+        consumer = self.layers[m + 1]
+        if consumer.groups == 1:
+            return (0, consumer.k_out), k
+        per_group, k_per = consumer.dims[Dim.C], consumer.dims[Dim.K]
+        g0 = k[0] // per_group
+        if k[1] - k[0] >= per_group:
+            return (g0 * k_per, k[1] // per_group * k_per), (0, per_group)
+        return (g0 * k_per, (g0 + 1) * k_per), (k[0] - g0 * per_group, k[1] - g0 * per_group)
+
+    def whole_groups(self, m: int, chunk: int) -> bool:
+        """Whether chunks of ``chunk`` channels of map ``m`` are whole groups of a grouped consumer (its
+        outputs complete within the chunk: Ye et al.'s c sublayers)."""
+        consumer = self.layers[m + 1]
+        return consumer.groups > 1 and chunk < self.layers[m].k_out and chunk >= consumer.dims[Dim.C]
 
 
 def _uncovered(sides: Sequence[Side], total: int) -> list[tuple[int, int]] | None:
@@ -308,9 +370,21 @@ def out_step(group: FusedGroup, m: int, chunk: tuple[int, ...], tile_k: int, res
     if last and tile_k < kt:
         return tile_k
     consumes_chunk = m > 0 and chunk[m - 1] < group.layers[m - 1].k_out
+    if consumes_chunk and layer.groups > 1:  # the groups the chunk feeds (one, or the chunk's whole groups)
+        return layer.dims[Dim.K] * max(1, chunk[m - 1] // layer.dims[Dim.C])
     if layer.has_weights and not resident[m] and not consumes_chunk:
         return layer.dims[Dim.K] if layer.groups > 1 else 1
     return kt
+
+
+def store_step(group: FusedGroup, chunk: tuple[int, ...], tile_k: int, resident: tuple[bool, ...]) -> int:
+    """Output channels of the last layer stored at a time (and whose partial sums are held): ``tile_k``,
+    or, when the last layer is a grouped layer consuming a chunked map, the groups a chunk feeds (their
+    outputs are stored once the chunk that completes them is consumed)."""
+    m = len(group) - 1
+    if m > 0 and group.last.groups > 1 and chunk[m - 1] < group.layers[m - 1].k_out:
+        return out_step(group, m, chunk, tile_k, resident)
+    return min(tile_k, group.last.k_out)
 
 
 @dataclass(frozen=True)
@@ -327,6 +401,7 @@ class FusedMapping:
     chunk: tuple[int, ...]
     unroll: tuple[tuple[int, ...], ...]
     chunk_outer: bool = False
+    online: bool = False  # attention blocks only: the online (FlashAttention) softmax (``fusion.transformer_cost``)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "overlap", Overlap(self.overlap))
@@ -338,6 +413,13 @@ class FusedMapping:
 
     def check(self, group: FusedGroup) -> None:
         """Raise ``MappingError`` if this mapping does not fit ``group``'s shapes."""
+        if group.transformer is not None:  # an attention or MLP block's mapping (``fusion.transformer_cost``)
+            why = transformer_mapping_error(group.layers, group.transformer, self)
+            if why:
+                raise MappingError(why)
+            return
+        if self.online:
+            raise MappingError(f"an online softmax needs an attention block, not {group.name}")
         n = len(group)
         last = group.last
         if len(self.resident) != n or len(self.unroll) != n or len(self.chunk) != n - 1:
@@ -351,9 +433,9 @@ class FusedMapping:
             channels = group.layers[m].k_out
             if not 1 <= c <= channels:
                 raise MappingError(f"chunk of map {m} must be in 1..{channels}")
-            if c < channels and not group.chunkable(m):
-                raise MappingError(f"map {group.layers[m].name!r} cannot be chunked: its consumer does not "
-                                   f"reduce over all input channels")
+            why = group.chunk_error(m, c)
+            if why:
+                raise MappingError(why)
             if c < channels and m + 1 < len(self.chunk) and self.chunk[m + 1] < group.layers[m + 1].k_out:
                 raise MappingError("two adjacent maps cannot both be chunked")
         if self.chunk and self.chunk[-1] < group.layers[-2].k_out and self.tile_k < last.k_out:
@@ -375,7 +457,8 @@ class FusedMapping:
     def to_dict(self) -> dict[str, Any]:
         return {"tile_n": self.tile_n, "tile_p": self.tile_p, "tile_q": self.tile_q, "tile_k": self.tile_k,
                 "overlap": self.overlap.value, "direction": self.direction.value, "resident": list(self.resident),
-                "chunk": list(self.chunk), "unroll": [list(u) for u in self.unroll], "chunk_outer": self.chunk_outer}
+                "chunk": list(self.chunk), "unroll": [list(u) for u in self.unroll], "chunk_outer": self.chunk_outer,
+                **({"online": True} if self.online else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FusedMapping:
@@ -383,12 +466,15 @@ class FusedMapping:
             return cls(int(data["tile_n"]), int(data["tile_p"]), int(data["tile_q"]), int(data["tile_k"]),
                        Overlap(data["overlap"]), Direction(data["direction"]),
                        tuple(bool(x) for x in data["resident"]), tuple(int(x) for x in data["chunk"]),
-                       tuple(tuple(int(v) for v in u) for u in data["unroll"]), bool(data.get("chunk_outer", False)))
+                       tuple(tuple(int(v) for v in u) for u in data["unroll"]), bool(data.get("chunk_outer", False)),
+                       bool(data.get("online", False)))
         except (KeyError, TypeError, ValueError) as err:
             raise MappingError(f"malformed fused mapping: {err}") from None
 
     def describe(self, group: FusedGroup) -> str:
         """Like ``str`` but naming only the maps that are really chunked and omitting a full tile_k."""
+        if group.transformer is not None:
+            return describe_transformer(group.layers, group.transformer, self)
         res = "".join("R" if r else "S" for r, x in zip(self.resident, group.layers, strict=True))
         chunks = [f"{group.layers[m].name}/{c}" for m, c in enumerate(self.chunk) if c < group.layers[m].k_out]
         tk = f" K{self.tile_k}" if self.tile_k < group.last.k_out else ""
@@ -403,4 +489,4 @@ class FusedMapping:
         chunks = ",".join(str(c) for c in self.chunk)
         return (f"tile N{self.tile_n} P{self.tile_p} Q{self.tile_q} K{self.tile_k}, {self.overlap.value}, "
                 f"{self.direction.value}, weights {res}" + (f", chunks {chunks}" if chunks else "")
-                + (", chunk-outer" if self.chunk_outer else ""))
+                + (", chunk-outer" if self.chunk_outer else "") + (", online softmax" if self.online else ""))

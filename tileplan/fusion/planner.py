@@ -27,6 +27,7 @@ from tileplan.fusion.block import block_segments, group_of
 from tileplan.fusion.group import FusedGroup, chain_error
 from tileplan.fusion.plan import FusionPlan, GroupPlan, sum_costs
 from tileplan.fusion.search import GroupResult, search_group_sizes
+from tileplan.fusion.transformer import transformer_spans
 from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, NetworkPlan
 from tileplan.search.objective import Objective
@@ -117,6 +118,17 @@ def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: O
             owner[key] = group.name
             groups[key] = group
             todo.append(key)
+    # Attention and MLP blocks (``fusion.transformer``): one candidate each, whatever ``max_group``, with
+    # the general search (the papers' restricted searches fuse windowed chains only).
+    transformers = transformer_spans(network) if merge else []
+    for start, end in transformers:
+        group = FusedGroup.of(network, [x.name for x in layers[start:end]])
+        key = group.signature()
+        chains[(start, end)] = key
+        if key not in owner:
+            owner[key] = group.name
+            groups[key] = group
+            todo.append(key)
     args = [(groups[key], list(archs), objective, searcher, sizes_searcher) for key in todo]
     results: dict[tuple[object, ...], list[GroupResult | None]] = {}
     for done, (i, res) in enumerate(run_parallel(_search, args, jobs=max(1, jobs)), start=1):
@@ -144,6 +156,11 @@ def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: O
             if result is not None:
                 name = "+".join(x.name for x in layers[seg[0]:seg[1]])
                 found[seg] = (result, None if owner[chains[seg]] == name else owner[chains[seg]])
+        for span in transformers:
+            result = results[chains[span]][a]
+            if result is not None:
+                name = "+".join(x.name for x in layers[span[0]:span[1]])
+                found[span] = (result, None if owner[chains[span]] == name else owner[chains[span]])
         out.append(found)
     return out
 

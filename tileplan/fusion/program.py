@@ -43,9 +43,10 @@ class FusedProgramError(TileplanError):
 @dataclass(frozen=True, slots=True)
 class Instr:
     """One instruction: ``op`` is LOAD_INPUT, LOAD_SIDE (``c``: the side's channels in the layer's
-    input stack), LOAD_WEIGHT, COMPUTE, STORE, DROP (a consumed chunk of
-    a layer's input map), FREE_WEIGHT (a layer's on-chip weights, after a chunk pass), KEEP (a box of
-    a layer's input map a later step reads: at the next STEP everything else of the maps is dropped)
+    input stack), LOAD_WEIGHT, COMPUTE, STORE, DROP (a consumed chunk of a layer's input map: input
+    channels ``c`` of the groups computing outputs ``k``), FREE_WEIGHT (a layer's on-chip weights,
+    after a chunk pass), KEEP (a box of a layer's input map a later step reads: at the next STEP
+    everything else of the maps is dropped)
     or STEP; ``layer`` the layer index; ``n``/``k``/``c``/
     ``rows``/``cols`` the element ranges it covers (k: output channels of all groups, c: input
     channels of one group)."""
@@ -90,6 +91,9 @@ def generate_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping) -> Fuse
     its new part), streamed weights, every layer's region (window or new part) in channel chunks,
     the last layer's output in K chunks. With reuse buffers, what a later step of the batch tile
     reads is marked (KEEP) before the step's work, so a consumed chunk's DROP spares it."""
+    if group.transformer is not None:
+        raise FusedProgramError(f"{group.name} is an attention or MLP block: "
+                                f"fusion.transformer_program.generate_transformer writes its program")
     mapping.check(group)
     gm = GroupModel(group, arch, np.array([mapping.tile_p]), np.array([mapping.tile_q]))
     layers = tuple(gm.layers)
@@ -155,10 +159,11 @@ def _chunk_outer(group: FusedGroup, layers: tuple[Layer, ...], mapping: FusedMap
     chunks = _parts(0, first.k_out, mapping.chunk[0])
     streamed = [x.has_weights and not mapping.resident[m] for m, x in enumerate(layers)]
     for k in chunks:  # resident weights were loaded once before the chunk loop and stay
+        k2, c2 = group.consumer_part(0, k)  # what of the consumer the chunk feeds (its groups)
         if streamed[0]:
             out.append(Instr("LOAD_WEIGHT", 0, k=k, c=(0, first.dims[Dim.C])))
         if streamed[1]:
-            out.append(Instr("LOAD_WEIGHT", 1, k=(0, second.k_out), c=k))
+            out.append(Instr("LOAD_WEIGHT", 1, k=k2, c=c2))
         for n in _parts(0, second.n, mapping.tile_n):
             for t in range(len(steps)):
                 regs = _step_head(group, layers, mapping, rows, cols, steps, t, n, out)
@@ -167,10 +172,10 @@ def _chunk_outer(group: FusedGroup, layers: tuple[Layer, ...], mapping: FusedMap
                     out.append(Instr("COMPUTE", 0, n=n, k=k, c=(0, first.dims[Dim.C]), rows=regs[0][0],
                                      cols=regs[0][1]))
                 if live[1]:
-                    out.append(Instr("COMPUTE", 1, n=n, k=(0, second.k_out), c=k, rows=regs[1][0], cols=regs[1][1]))
-                out.append(Instr("DROP", 1, n=n, c=k))
-                if k == chunks[-1] and live[1]:
-                    out.append(Instr("STORE", 1, n=n, k=(0, second.k_out), rows=regs[1][0], cols=regs[1][1]))
+                    out.append(Instr("COMPUTE", 1, n=n, k=k2, c=c2, rows=regs[1][0], cols=regs[1][1]))
+                out.append(Instr("DROP", 1, n=n, k=k2, c=c2))
+                if c2[1] == second.dims[Dim.C] and live[1]:  # the chunk completes its groups' outputs
+                    out.append(Instr("STORE", 1, n=n, k=k2, rows=regs[1][0], cols=regs[1][1]))
                 out.append(Instr("STEP"))
         out.extend(Instr("FREE_WEIGHT", m) for m in range(2) if streamed[m])
     return out
@@ -212,13 +217,14 @@ def _step(layers: tuple[Layer, ...], mapping: FusedMapping, group: FusedGroup, n
             if not last and mapping.chunk[m] < layer.k_out:  # the consumer takes this chunk at once
                 nxt = layers[m + 1]
                 c_r, c_c = regions[m + 1]
+                k2, c2 = group.consumer_part(m, k)  # all its filters, or those of the chunk's groups
                 if nxt.has_weights and not mapping.resident[m + 1]:
-                    out.append(Instr("LOAD_WEIGHT", m + 1, k=(0, nxt.k_out), c=k))
+                    out.append(Instr("LOAD_WEIGHT", m + 1, k=k2, c=c2))
                 if c_r[1] > c_r[0] and c_c[1] > c_c[0]:
-                    out.append(Instr("COMPUTE", m + 1, n=n, k=(0, nxt.k_out), c=k, rows=c_r, cols=c_c))
-                out.append(Instr("DROP", m + 1, n=n, c=k))
-                if m + 1 == len(layers) - 1 and k[1] == layer.k_out and c_r[1] > c_r[0] and c_c[1] > c_c[0]:
-                    out.append(Instr("STORE", m + 1, n=n, k=(0, nxt.k_out), rows=c_r, cols=c_c))
+                    out.append(Instr("COMPUTE", m + 1, n=n, k=k2, c=c2, rows=c_r, cols=c_c))
+                out.append(Instr("DROP", m + 1, n=n, k=k2, c=c2))
+                if m + 1 == len(layers) - 1 and c2[1] == nxt.dims[Dim.C] and c_r[1] > c_r[0] and c_c[1] > c_c[0]:
+                    out.append(Instr("STORE", m + 1, n=n, k=k2, rows=c_r, cols=c_c))
     return out
 
 
@@ -342,9 +348,11 @@ class _Machine:
             self.acc_have[sl] = False
             self.dram(2, (last.n, last.k_out, last.p, last.q), (ins.n, ins.k, ins.rows, ins.cols),
                       self.probs[-1].precision.output, True)
-        elif ins.op == "DROP":
+        elif ins.op == "DROP":  # channels ins.c of the groups whose outputs ins.k are
             layer = self.layers[m]
-            chans = _flat_channels(layer.groups, layer.dims[Dim.C], ins.c)
+            k_per = layer.dims[Dim.K]
+            chans = np.concatenate([np.arange(g * layer.dims[Dim.C] + ins.c[0], g * layer.dims[Dim.C] + ins.c[1])
+                                    for g in range(ins.k[0] // k_per, -(-ins.k[1] // k_per))])
             self.have[m][n0:n1, chans] &= self.keep[m][n0:n1, chans]  # what a later step reads stays
         elif ins.op == "FREE_WEIGHT":  # a chunk's weights, kept over the tile steps (chunk_outer)
             w_have = self.w_have[m]
@@ -444,10 +452,6 @@ class _Machine:
         sl = (slice(*ins.n), slice(at + ins.k[0], at + ins.k[1]), slice(*ins.rows), slice(*ins.cols))
         target[sl] = res if ins.c[0] == 0 else target[sl] + res
         have[sl] = True
-
-
-def _flat_channels(groups: int, per_group: int, c: Range) -> np.ndarray:
-    return np.concatenate([np.arange(g * per_group + c[0], g * per_group + c[1]) for g in range(groups)])
 
 
 def execute_fused(prog: FusedProgram, x: np.ndarray, weights: list[np.ndarray | None],

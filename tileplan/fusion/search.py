@@ -2,7 +2,8 @@
 
 The space: every tile_n, tile_p, tile_q of the last layer's output; tile_k = K or a power of two
 below it; every overlap mode; every subset of layers with resident weights; no chunked map or one
-chunked map with a power-of-two chunk; both processing directions; every maximal unroll per layer.
+chunked map with a power-of-two chunk (or, feeding a grouped layer, whole groups; ``map_chunks``);
+both processing directions; every maximal unroll per layer.
 Safe reductions (each keeps an optimum): ``alwani`` is never evaluated by default because it costs
 exactly what ``reuse`` costs with a buffer at least as large (Eq. 9 >= 0); the direction and each
 layer's unroll are chosen per candidate (the direction changes only the reuse buffer, the unroll
@@ -21,10 +22,12 @@ import numpy as np
 
 from tileplan.arch.spec import Arch
 from tileplan.cost.batch import CostBatch
+from tileplan.dims import Dim
 from tileplan.fusion.assemble import Choice, assemble, footprint, weight_footprint
 from tileplan.fusion.bounds import SLACK, candidate_bound, config_bound
 from tileplan.fusion.cost import FusedCost, GroupModel, Selection, shared_model
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping, Overlap
+from tileplan.fusion.transformer_cost import search_transformer_sizes
 from tileplan.search.memo import capacity_free_key
 from tileplan.search.objective import Objective, best_index
 
@@ -61,14 +64,27 @@ def _powers_below(n: int) -> list[int]:
     return out
 
 
+def map_chunks(group: FusedGroup, m: int) -> list[int]:
+    """The chunks map ``m`` may be produced in (none if it is not chunkable): the powers of two
+    below its channels and, for a grouped consumer, whole groups (channels per group times each
+    divisor of the groups below them); a grouped consumer's chunks never straddle its groups."""
+    if not group.chunkable(m):
+        return []
+    channels, consumer = group.layers[m].k_out, group.layers[m + 1]
+    out = _powers_below(channels)
+    if consumer.groups > 1:
+        per_group = consumer.dims[Dim.C]
+        out += [per_group * j for j in range(1, consumer.groups) if consumer.groups % j == 0]
+    return sorted(c for c in set(out) if group.chunk_error(m, c) is None)
+
+
 def chunk_options(group: FusedGroup) -> list[tuple[int, ...]]:
-    """No chunked map, or one chunked map with a power-of-two chunk below its channels."""
+    """No chunked map, or one chunked map with one of its ``map_chunks``."""
     full = tuple(layer.k_out for layer in group.layers[:-1])
     out = [full]
     for m in range(len(full)):
-        if group.chunkable(m):
-            for c in _powers_below(full[m]):
-                out.append(full[:m] + (c,) + full[m + 1:])
+        for c in map_chunks(group, m):
+            out.append(full[:m] + (c,) + full[m + 1:])
     return out
 
 
@@ -143,6 +159,10 @@ def search_group_sizes(group: FusedGroup, archs: Sequence[Arch], objective: Obje
     Sizes whose capacities are not all below one of them (several memories growing differently),
     and ``prune=False``, are searched one by one. ``gm`` (restricted tile sizes, resource shares)
     is the model of ``archs[0]`` and only allowed with one accelerator."""
+    if group.transformer is not None:  # an attention or MLP block: its own nest (``fusion.transformer_cost``)
+        return [None if r is None else GroupResult(group, r.mapping, r.cost.cost, int(r.cost.executed_macs[0]), 0,
+                                                   r.evaluated, float(r.evaluated), r.seconds, r.evaluated, r.configs)
+                for r in search_transformer_sizes(group, archs, objective)]
     start = time.perf_counter()
     obj = Objective(objective)
     if not archs:

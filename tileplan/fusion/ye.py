@@ -1,7 +1,8 @@
 """Ye et al.'s fused two-layer strategies (§3, Fig. 4) as named restrictions of the general fusion
 search (``fusion.search.search_group``), and their hybrid with single-layer reuse (§4, Eq. 9-10).
 
-A pair is two consecutive layers; when the second is a grouped convolution fed by an ungrouped
+A pair is two consecutive layers (or two convolutions with a pool between, AlexNet's pairs:
+``conv_pool_conv``); when the second is a grouped convolution fed by an ungrouped
 first layer, its groups are Ye et al.'s sublayers (cardinality C, ResNeXt's Network-in-Neuron);
 otherwise C = 1. Every strategy tiles the second layer's output by ``a x b x h`` (tile_q, tile_p,
 tile_n), recomputes the halo of each tile (``a1 b1`` rows/cols of the first layer's input, with all
@@ -12,21 +13,25 @@ where the channel-chunk loop of the intermediate map sits and which weights stay
 ``ir2l``    weights of both layers streamed every tile step, the intermediate map one channel at
             a time (c = d = e = 1, Fig. 4a): input read once per step (Eq. 1-2)
 ``wr2lv1``  all weights resident (read once), the intermediate map one channel at a time (Fig. 4b,
-            c = C): input once per step (Eq. 3-4)
-``wr2lv2``  the chunk loop (d filters of layer 1) outermost, its weights read once and kept over
-            every tile step, the whole output map's partial sums on chip, the input read once per
-            chunk (Fig. 4c, Eq. 5-6)
+            c = C): input once per step (Eq. 3-4); with C > 1 also c < C whole sublayers at a
+            time, their weights read once and kept over every tile step, the input read C / c
+            times (the chunk loop outermost with whole-group chunks)
+``wr2lv2``  the chunk loop (d filters of layer 1, within one sublayer) outermost, its weights read
+            once and kept over every tile step, the partial sums of the sublayer's whole output map
+            on chip, the input read once per chunk (Fig. 4c, Eq. 5-6)
 ``pr2l``    weights streamed every step in chunks of d filters, psums of one tile (Fig. 4d, Eq. 7-8)
 ==========  ==================================================================================
 
-The model is the general fused model's (faithful counts: exact remainder tiles, padding never
-fetched); the printed Eq. 1-8 are ``fusion.ye_formulas`` and are tests. Where the general model
-cannot follow the pseudo-code literally it takes the nearest point and says so:
+With C > 1 (a grouped second layer) a chunk of the intermediate map feeds only the sublayers it
+belongs to (``FusedGroup.chunk_error``: a divisor of a sublayer's channels, or whole sublayers):
+the second layer holds and stores the partial sums of those sublayers only (``abh D2,x`` of Eq. 2
+and 8, ``B W1 W2 D2,x`` of Eq. 6). The model is the general fused model's (faithful counts: exact
+remainder tiles, padding never fetched); the printed Eq. 1-8 are ``fusion.ye_formulas`` and are
+tests. Where the general model cannot follow the pseudo-code literally it takes the nearest point
+and says so:
 
-* a grouped second layer cannot consume a channel chunk of one group (the general model chunks
-  only maps whose consumer reduces over all channels), so for C > 1 the intermediate tile is held
-  whole (more buffer than Eq. 2/4, the same DRAM bytes), and pr2l reads the input once per step
-  rather than C times (fewer DRAM bytes, more buffer); wr2lv2 needs a chunkable map (C = 1);
+* pr2l's tile loop sits outside the sublayer loop here, so the input is read once per step rather
+  than C times (Eq. 7; fewer DRAM bytes, the same buffer);
 * the pseudo-code's pr2l computes its d chunk one channel at a time; the model holds the d
   channels of the chunk (a2 b2 h d instead of a2 b2 h of Eq. 8).
 
@@ -58,15 +63,38 @@ def cardinality(group: FusedGroup) -> int:
 
 @dataclass(frozen=True)
 class Restriction:
-    """Arguments of ``search_group`` that make a strategy (``None``: not applicable to the pair)."""
+    """Arguments of ``search_group`` that make a strategy (``None``: not applicable to the pair);
+    ``also``: a second such space the strategy covers too (the best of both is the strategy's)."""
 
     residencies: list[tuple[bool, ...]]
     chunks: list[tuple[int, ...]]
     outers: tuple[bool, ...]
+    also: Restriction | None = None
+
+
+def conv_pool_conv(group: FusedGroup) -> bool:
+    """Whether ``group`` is a convolution, a pool and a convolution (AlexNet's pairs across a pool,
+    ``Pool_1`` / ``Pool_2`` of the halo in Eq. 1), the first convolution reading all its channels."""
+    if len(group) != 3:
+        return False
+    first, pool, second = group.layers
+    return first.has_weights and second.has_weights and pool.op.is_pool and first.groups == 1
 
 
 def restriction(name: str, group: FusedGroup) -> Restriction | None:
-    """The fused space of strategy ``name`` for the pair ``group``."""
+    """The fused space of strategy ``name`` for the pair ``group``.
+
+    A convolution-pool-convolution group is a pair across the pool: the pool's output cannot be
+    produced in channel chunks in the model (its consumer is reached through a per-channel layer),
+    so only the unchunked points exist: ir2l (weights streamed every step) and wr2lv1 (all weights
+    on chip), each with the whole intermediate tile on chip."""
+    if conv_pool_conv(group):
+        full3 = tuple(x.k_out for x in group.layers[:-1])
+        if name == "ir2l":
+            return Restriction([tuple(not x.has_weights for x in group.layers)], [full3], (False,))
+        if name == "wr2lv1":
+            return Restriction([(True, True, True)], [full3], (False,))
+        return None
     if len(group) != 2:
         return None
     first, second = group.layers
@@ -78,12 +106,15 @@ def restriction(name: str, group: FusedGroup) -> Restriction | None:
     streamed: list[tuple[bool, ...]] = [(not first.has_weights, not second.has_weights)]
     resident: list[tuple[bool, ...]] = [(True, True)]
     any_chunk: list[tuple[int, ...]] = [c for c in chunk_options(group) if c != full] if chunkable else [full]
+    # Parts of one sublayer (all chunks when C = 1) and c < C whole sublayers (grouped second layer).
+    part = [c for c in any_chunk if c != full and not group.whole_groups(0, c[0])]
+    whole = [c for c in any_chunk if c != full and group.whole_groups(0, c[0])]
     if name == "ir2l":
         return Restriction(streamed, one, (False,))
-    if name == "wr2lv1":
-        return Restriction(resident, one, (False,))
+    if name == "wr2lv1":  # all weights on chip (c = C), or c < C sublayers' weights kept over the tiles
+        return Restriction(resident, one, (False,), Restriction(streamed, whole, (True,)) if whole else None)
     if name == "wr2lv2":
-        return Restriction(streamed, any_chunk, (True,)) if chunkable else None
+        return Restriction(streamed, part, (True,)) if chunkable and part else None
     if name == "pr2l":
         return Restriction(streamed, any_chunk, (False,))
     if name == "superslash":
@@ -106,8 +137,15 @@ def search_pair_sizes(group: FusedGroup, archs: Sequence[Arch], name: str,
     r = restriction(name, group)
     if r is None:
         return [None] * len(archs)
-    return search_group_sizes(group, archs, objective, overlaps=(Overlap.RECOMPUTE,), residencies=r.residencies,
-                              chunks=r.chunks, outers=r.outers, tile_ks=[group.last.k_out])
+    obj = Objective(objective)
+    best: list[GroupResult | None] = [None] * len(archs)
+    while r is not None:
+        found = search_group_sizes(group, archs, obj, overlaps=(Overlap.RECOMPUTE,), residencies=r.residencies,
+                                   chunks=r.chunks, outers=r.outers, tile_ks=[group.last.k_out])
+        best = [b if f is None or (b is not None and _key(obj, b) <= _key(obj, f)) else f
+                for b, f in zip(best, found, strict=True)]
+        r = r.also
+    return best
 
 
 def _key(obj: Objective, res: GroupResult) -> tuple[float, float]:
@@ -177,6 +215,10 @@ FUSED_FAMILIES: dict[str, FusedFamily] = {
 
 def classify(group: FusedGroup, mapping: FusedMapping) -> str:
     """The Ye et al. strategy a fused pair's mapping is a point of (``"other"`` outside them)."""
+    if conv_pool_conv(group) and mapping.overlap is Overlap.RECOMPUTE and not mapping.chunk_outer and \
+            mapping.chunk == tuple(x.k_out for x in group.layers[:-1]) and mapping.tile_k == group.last.k_out:
+        weighted = [r for r, x in zip(mapping.resident, group.layers, strict=True) if x.has_weights]
+        return "wr2lv1" if all(weighted) else "ir2l" if not any(weighted) else "other"
     if len(group) != 2 or mapping.overlap is not Overlap.RECOMPUTE or mapping.tile_k < group.last.k_out:
         return "other"
     weighted = [x.has_weights for x in group.layers]
@@ -184,11 +226,11 @@ def classify(group: FusedGroup, mapping: FusedMapping) -> str:
     streamed = all(not r or not w for r, w in zip(mapping.resident, weighted, strict=True))
     chunked = mapping.chunk[0] < group.layers[0].k_out
     if mapping.chunk_outer:
-        return "wr2lv2"
+        return "wr2lv1" if group.whole_groups(0, mapping.chunk[0]) else "wr2lv2"
     if not chunked and not group.chunkable(0):
         return "wr2lv1" if resident else "ir2l" if streamed else "other"
     if not chunked:
-        return "superslash"
+        return "superslash" if cardinality(group) == 1 else "other"
     if resident:
         return "wr2lv1" if mapping.chunk[0] == 1 else "other"
     if streamed:
@@ -196,5 +238,6 @@ def classify(group: FusedGroup, mapping: FusedMapping) -> str:
     return "other"
 
 
-__all__ = ["FUSED", "FUSED_FAMILIES", "FusedFamily", "Restriction", "cardinality", "classify", "group_searcher",
+__all__ = ["FUSED", "FUSED_FAMILIES", "FusedFamily", "Restriction", "cardinality", "classify", "conv_pool_conv",
+           "group_searcher",
            "group_sizes_searcher", "restriction", "search_f2l", "search_f2l_sizes", "search_pair", "search_pair_sizes"]

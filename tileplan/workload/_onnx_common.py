@@ -46,7 +46,8 @@ OTHER = frozenset({"Conv", "Concat", "Pad"})
 #: Transformer ops (``_onnx_xformer``): layers, masks, views of activations.
 TRANSFORMER = frozenset({"Gelu", "RMSNormalization", "SimplifiedLayerNormalization", "Gather", "Where", "And",
                          "Or", "Not", "Xor", "IsNaN", "IsInf", "Equal", "Less", "LessOrEqual", "Greater",
-                         "GreaterOrEqual", "Range", "CumSum", "Trilu", "Split", "Slice", "Expand",
+                         "GreaterOrEqual", "Range", "CumSum", "Trilu", "Split", "Slice", "Expand", "GatherND",
+                         "GatherElements",
                          "ConstantOfShape"})
 SUPPORTED = UNARY_FOLD | VIEW | ELEMENTWISE | MOVE | POOL | GLOBAL_POOL | REDUCE_POOL | LINEAR | OTHER | TRANSFORMER
 #: Ops whose outputs after the first are side results (masks, indices, statistics), not activations.
@@ -132,6 +133,11 @@ class Constants:
             return numpy_helper.to_array(tensor)
         except Exception:  # noqa: BLE001 - malformed constant data: treated as unknown
             return None
+
+    def is_external(self, name: str) -> bool:
+        """Whether the initializer's data lives in an external file (which is never read)."""
+        tensor = self._init.get(name)
+        return tensor is not None and tensor.data_location == onnx.TensorProto.EXTERNAL
 
     def shape(self, name: str) -> tuple[int, ...] | None:
         """The constant's shape without needing its data (weights may live in absent files)."""

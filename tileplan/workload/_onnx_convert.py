@@ -31,13 +31,12 @@ from tileplan.workload._onnx_common import (
     attr,
     attr_int,
     canon,
-    ceil_extra,
     ints,
     op_label,
-    spatial_pads,
 )
 from tileplan.workload._onnx_fold import ShapeFolder
 from tileplan.workload._onnx_value import _NO_PAD, NCHW, _Value
+from tileplan.workload._onnx_window import WindowOps
 from tileplan.workload._onnx_xformer import INT_TYPES, TransformerOps, token_view
 from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.transformer import matmul
@@ -46,7 +45,7 @@ from tileplan.workload.transformer import matmul
 TOKEN_KINDS = frozenset({OpKind.MATMUL, OpKind.EMBEDDING, OpKind.SOFTMAX, OpKind.LAYERNORM, OpKind.RMSNORM,
                          OpKind.GELU, OpKind.SILU, OpKind.MUL, OpKind.ROPE})
 
-class Converter(TransformerOps):
+class Converter(TransformerOps, WindowOps):
     """One pass over the nodes; ``layers`` is filled in topological order."""
 
     def __init__(self, path: Path, shapes: dict[str, tuple[int, ...]], consts: Constants,
@@ -67,6 +66,7 @@ class Converter(TransformerOps):
         self._last_reads: list[str] = []
         self._last_node = onnx.NodeProto()
         self.types: dict[str, int] = {}  # ONNX element type of every tensor whose type is known
+        self.shapes_stopped = ""  # where shape propagation first failed (``_onnx_shapes.fill_shapes``)
         self.readers: dict[str, list[onnx.NodeProto]] = {}
         for node in nodes or []:
             for t in node.input:
@@ -84,6 +84,10 @@ class Converter(TransformerOps):
         acts = [t for t in node.input if t and t not in self.static and t in self.values]
         self._last_reads = acts
         self._last_node = node
+        if not acts and node.op_type == "Gather" and node.output[0] not in self.static:
+            # rows of a weight table by computed ids (position embeddings): an embedding layer
+            self._embedding(node, node.name or f"gather{index}")
+            return
         if not acts:
             return
         op = op_label(node)
@@ -133,6 +137,17 @@ class Converter(TransformerOps):
         if shape is None and node.output and tensor == node.output[0]:
             shape = self.folder.output_shape(node)
         shape = default if shape is None else shape
+        external = [t for t in node.input if t and self.consts.is_external(t) and (self.consts.shape(t) or (0,))
+                    and math.prod(self.consts.shape(t) or (0,)) <= 64]
+        if shape is None and external:
+            raise OnnxShapeError(
+                f"{self.path}: {op_label(node)} node {node.name!r} takes its shape from {external[0]!r}, which is "
+                f"stored in an external data file (tileplan never reads weight files); save the model with "
+                f"small tensors inline (onnx.save(..., save_as_external_data=True, size_threshold=1024))")
+        if shape is None and self.shapes_stopped:
+            raise OnnxShapeError(
+                f"{self.path}: cannot infer the shape of tensor {tensor!r} produced by {op_label(node)} node "
+                f"{node.name!r}: {self.shapes_stopped}; if --seq was given, it may exceed the model's positions")
         if shape is None:
             raise OnnxShapeError(
                 f"{self.path}: cannot infer the shape of tensor {tensor!r} produced by {op_label(node)} node "
@@ -143,11 +158,11 @@ class Converter(TransformerOps):
                                  f"an empty shape {shape}; tileplan plans non-empty tensors only")
         return shape
 
-    def _push(self, layer: Layer, tensor: str, shape: tuple[int, ...] | None = None) -> _Value:
+    def _push(self, layer: Layer, tensor: str, shape: tuple[int, ...] | None = None, tokens: bool = False) -> _Value:
         layer = self._typed(layer, tensor)
         self.layers.append(layer)
         stored = (layer.n, layer.k_out, layer.p, layer.q)
-        tokens = layer.op in TOKEN_KINDS or any(self.values[t].tokens for t in self._last_reads)
+        tokens = tokens or layer.op in TOKEN_KINDS or any(self.values[t].tokens for t in self._last_reads)
         value = _Value(layer.name, stored, shape if shape is not None else stored, tokens=tokens)
         self._set(tensor, value)
         return value
@@ -202,6 +217,14 @@ class Converter(TransformerOps):
 
     # ----------------------------------------------------------------- converters
     def _elementwise(self, node: onnx.NodeProto, name: str, acts: list[str]) -> None:
+        shapes = [self.values[t].full_shape for t in acts]
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise OnnxShapeError(
+                f"{self.path}: {op_label(node)} node {node.name!r} combines activations of shapes "
+                f"{' and '.join(map(str, shapes))}, which do not broadcast; if --seq was given, it may exceed "
+                f"the rows of the model's position table") from None
         out = self._shape(node.output[0], node, self.values[acts[0]].full_shape)
         full = [t for t in acts if self.values[t].full_shape == out]
         if len(full) == 1:
@@ -230,62 +253,6 @@ class Converter(TransformerOps):
                                  f"has no known {rank}-D shape (got {shape}); the file may be truncated")
         return shape
 
-    def _window(self, node: onnx.NodeProto, tensor: str, kernel: list[int]
-                ) -> tuple[tuple[str, ...], NCHW, tuple[int, int], tuple[int, int], NCHW]:
-        """Producers, input, kernel, stride, dilation and (top, bottom, left, right) pads of a conv
-        or pool, with any folded Pad added and ceil-mode rounding turned into end padding."""
-        v = self.values[tensor]
-        rank = len(v.shape) - 2
-        if rank not in (1, 2) or len(kernel) != rank:
-            raise UnsupportedOperatorError(f"{self.path}: {op_label(node)} node {node.name!r} works on "
-                                           f"{rank}-D maps; tileplan plans 1-D and 2-D windows only")
-        src, (n, c, h, w) = self._as_map(tensor, v)
-        strides = ints(node, "strides", [1] * rank)
-        dil = ints(node, "dilations", [1] * rank)
-        begin, end = spatial_pads(node, v.shape[2:], kernel, strides, dil)
-        if rank == 1:
-            kernel, strides, dil, begin, end = kernel + [1], strides + [1], dil + [1], begin + [0], end + [0]
-        pads = [begin[0] + v.pad[0], end[0] + v.pad[1], begin[1] + v.pad[2], end[1] + v.pad[3]]
-        want = self.shapes.get(node.output[0])
-        for axis, size in enumerate((h, w)):
-            if want is None or len(want) < 3 + axis:
-                continue
-            extra = ceil_extra(size, pads[2 * axis], pads[2 * axis + 1], (kernel[axis] - 1) * dil[axis] + 1,
-                               strides[axis], want[2 + axis])
-            if extra < 0:
-                raise OnnxShapeError(f"{self.path}: {op_label(node)} node {node.name!r}: inferred output "
-                                     f"{want} is smaller than its window arithmetic gives; check its pads")
-            pads[2 * axis + 1] += extra
-        t, b, left, right = pads
-        return src, (n, c, h, w), (strides[0], strides[1]), (dil[0], dil[1]), (t, b, left, right)
-
-    def _conv(self, node: onnx.NodeProto, name: str, tensor: str) -> None:
-        rank = len(self.values[tensor].shape)
-        wshape = self._weight_shape(node, node.input[1], rank)
-        groups = attr_int(node, "group", 1)
-        src, (n, c, h, w), stride, dil, pads = self._window(node, tensor, list(wshape[2:]))
-        if wshape[1] * groups != c:
-            raise OnnxShapeError(f"{self.path}: Conv node {node.name!r}: weight {wshape} with group={groups} "
-                                 f"does not match the {c} input channels")
-        r, s = (wshape[2], wshape[3]) if rank == 4 else (wshape[2], 1)
-        layer = Layer.conv(self.namer.take(name, "conv"), n=n, c_in=c, h=h, w=w, k_out=wshape[0], r=r, s=s,
-                           stride=stride, pad=pads, dilation=dil, groups=groups, inputs=src)
-        self._push(layer, node.output[0], self._out_shape(node, layer, rank))
-
-    def _out_shape(self, node: onnx.NodeProto, layer: Layer, rank: int) -> tuple[int, ...]:
-        own = (layer.n, layer.k_out, layer.p, layer.q)[:rank]
-        return self.shapes.get(node.output[0], own)
-
-    def _pool(self, node: onnx.NodeProto, name: str, tensor: str) -> None:
-        rank = len(self.values[tensor].shape)
-        kernel = ints(node, "kernel_shape", [])
-        src, (n, c, h, w), stride, dil, pads = self._window(node, tensor, kernel)
-        kernel = kernel + [1] if len(kernel) == 1 else kernel
-        op = OpKind.MAXPOOL if node.op_type == "MaxPool" else OpKind.AVGPOOL
-        layer = Layer(name=self.namer.take(name, "pool"), op=op, n=n, c_in=c, h=h, w=w, k_out=c, r=kernel[0],
-                      s=kernel[1], groups=c, stride=stride, pad=pads, dilation=dil, inputs=src)
-        self._push(layer, node.output[0], self._out_shape(node, layer, rank))
-
     def _global_pool(self, node: onnx.NodeProto, name: str, tensor: str) -> None:
         v = self._no_pad(tensor)
         if node.op_type in REDUCE_POOL:
@@ -307,6 +274,8 @@ class Converter(TransformerOps):
         wshape = self._weight_shape(node, node.input[1], 2)
         trans_b = node.op_type == "Gemm" and bool(attr(node, "transB", 0))
         k_out, features = (wshape[0], wshape[1]) if trans_b else (wshape[1], wshape[0])
+        if self.token_linear(node, name, v, features, k_out):
+            return
         if len(v.shape) == 2 or node.op_type == "Gemm":
             n = v.shape[0]
             if math.prod(v.shape[1:]) != features:
@@ -374,7 +343,12 @@ class Converter(TransformerOps):
         values = [self._no_pad(t) for t in acts]
         if any(v.src is None for v in values) and len(values) > 1:
             values = [self._as_layer_output(t) for t in acts]
-        n, k, p, q = canon(out)
+        # A rank-3 result of token tensors, or a [N, C, L] map transposed to channels-last [N, L, C]
+        # (ViT's patch embedding), is a token tensor: batch x tokens x features.
+        node = self._last_node
+        tokens = len(out) == 3 and (any(v.tokens for v in values) or (
+            node.op_type == "Transpose" and ints(node, "perm", []) == [0, 2, 1]))
+        n, k, p, q = token_view(out) if tokens else canon(out)
         if any(v.stored[0] != n for v in values):
             raise OnnxShapeError(f"{self.path}: node {name!r} moves data across the batch dimension "
                                  f"({[v.stored for v in values]} -> {out}); tileplan keeps the batch "
@@ -385,14 +359,15 @@ class Converter(TransformerOps):
             _, c, h, w = values[0].stored
         srcs = tuple(v.src for v in values if v.src)
         self._push(Layer.data_move(self.namer.take(name, "move"), n=n, c_in=c, h=h, w=w, k_out=k, out_h=p,
-                                   out_w=q, inputs=srcs), tensor, out)
+                                   out_w=q, inputs=srcs), tensor, out, tokens=tokens)
 
     def _pass_through(self, node: onnx.NodeProto, name: str, tensor: str) -> None:
         """An unsupported node: identity on its first activation when the shapes allow (or are
         unknown), else a data move from it."""
         if not self.skip:
-            raise UnsupportedOperatorError(f"{self.path}: unsupported operator {op_label(node)} "
-                                           f"(node {node.name!r})")
+            raise UnsupportedOperatorError(f"{self.path}: {op_label(node)} node {node.name!r} computes on an "
+                                           f"activation in a way tileplan cannot plan; replace it, or pass "
+                                           f"--skip-unsupported to import it as identity / data movement")
         self.skipped.append(f"{op_label(node)} ({name})")
         first = self.values[tensor]
         for i, out in enumerate(node.output):

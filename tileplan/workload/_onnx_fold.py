@@ -20,6 +20,17 @@ from tileplan.workload._onnx_common import Constants, attr, attr_int, floats, in
 _MAX_ELEMENTS = 1 << 16
 
 
+#: Element-wise integer / boolean ops the folder evaluates on shape values and small masks.
+BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Equal": np.equal, "Less": np.less,
+    "LessOrEqual": np.less_equal, "Greater": np.greater, "GreaterOrEqual": np.greater_equal, "And": np.logical_and,
+    "Or": np.logical_or, "Max": np.maximum, "Min": np.minimum, "Mod": np.mod,
+    "Div": lambda a, b: a // b if a.dtype.kind in "iu" and b.dtype.kind in "iu" else a / b}
+UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "Neg": np.negative, "Not": np.logical_not, "Abs": np.abs, "Floor": np.floor, "Ceil": np.ceil,
+    "Sqrt": np.sqrt}
+
+
 class ShapeFolder:
     """Evaluates constant integer subgraphs given the shapes of activations."""
 
@@ -74,8 +85,10 @@ class ShapeFolder:
         x = args[0]
         if x is None:
             return None
-        if op in ("Identity", "Cast"):
+        if op == "Identity":
             return x
+        if op == "Cast":
+            return x.astype(onnx.helper.tensor_dtype_to_np_dtype(attr_int(node, "to", onnx.TensorProto.FLOAT)))
         if op == "Gather":
             index = np.asarray(args[1], dtype=np.int64)
             return np.take(x, index, axis=attr_int(node, "axis", 0))
@@ -93,11 +106,18 @@ class ShapeFolder:
                                   axis=attr_int(node, "axis", 0))
         if op == "Slice":
             return self._slice(node, x, args)
-        binary: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-            "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Equal": np.equal,
-            "Div": lambda a, b: a // b if a.dtype.kind in "iu" and b.dtype.kind in "iu" else a / b}
-        if op in binary and args[1] is not None:
-            return binary[op](x, args[1])
+        if op in BINARY and args[1] is not None:
+            return BINARY[op](x, args[1])
+        if op in UNARY:
+            return UNARY[op](x)
+        if op == "Reshape" and args[1] is not None:
+            return x.reshape(_reshape(x.shape, [int(d) for d in np.ravel(args[1])], bool(attr(node, "allowzero", 0))))
+        if op == "Expand" and args[1] is not None:
+            return np.broadcast_to(x, np.broadcast_shapes(x.shape, tuple(int(d) for d in np.ravel(args[1]))))
+        if op == "Transpose":
+            return np.transpose(x, ints(node, "perm", list(reversed(range(x.ndim)))))
+        if op == "Tile" and args[1] is not None:
+            return np.tile(x, [int(r) for r in np.ravel(args[1])])
         if op == "Where" and args[1] is not None and args[2] is not None:
             return np.where(x, args[1], args[2])
         if op == "ReduceProd":

@@ -36,6 +36,9 @@ ROW_OPS = {"Softmax": "softmax", "LayerNormalization": "layernorm", "Gelu": "gel
 GATING = {"Erf": "gelu", "Tanh": "gelu", "Sigmoid": "silu"}
 #: Ops that only select part of, or broadcast, an activation (views).
 SLICING = frozenset({"Split", "Slice", "Expand"})
+#: Ops a head-split Transpose may pass through on its way to a MatMul and stay a view.
+VIEW_PATH = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Cast", "Identity", "Slice", "Split", "Expand",
+                       "Neg", "Concat"})
 #: Ops that compute masks (never activations) or select between an activation and a constant.
 BOOL_OPS = frozenset({"And", "Or", "Not", "Xor", "IsNaN", "IsInf", "Equal", "Less", "LessOrEqual", "Greater",
                       "GreaterOrEqual"})
@@ -97,6 +100,14 @@ class TransformerOps:
             self._set(node.output[0], replace(v, shape=self._shape(node.output[0], node),  # type: ignore[attr-defined]
                                               stat_of=v.centered_of or v.key, centered_of=""))
             return True
+        if op in ("Add", "Sub") and len(real) == 2 and self._same_source(real):
+            return self._pointwise_of_one(node, name, real)
+        if op == "Concat" and len(real) == len(acts) > 1 and self._same_source(real) and \
+                attr_int(node, "axis", 0) % len(self.values[real[0]].shape) == len(self.values[real[0]].shape) - 1:
+            # rotate_half(x) = cat(-x2, x1): a permutation within each row of the producer's output
+            v = self.values[real[0]]
+            self._set(node.output[0], replace(v, shape=self._shape(node.output[0], node), fn="rotated"))  # type: ignore[attr-defined]
+            return True
         if op in ("Sub", "Div", "Mul") and len(real) == 2:
             return self._norm_step(node, name, real)
         if op in GATING and len(real) == 1:
@@ -110,7 +121,8 @@ class TransformerOps:
                 if out:
                     self._set(out, replace(v, shape=self._shape(out, node)))  # type: ignore[attr-defined]
             return True
-        if any(self.values[t].stat_of for t in real) and op not in ("Sqrt", "Reciprocal", "Add", "Pow", "Cast"):
+        if any(self.values[t].stat_of for t in real) and op not in ("Sqrt", "Reciprocal", "Add", "Pow", "Cast") and \
+                not (op in ("Div", "Mul") and len(real) == 1):  # 1 / sqrt(mean + eps), a scaled statistic
             raise UnsupportedOperatorError(
                 f"{self.path}: {op} node {node.name!r} uses a per-row statistic (a ReduceMean over the last "  # type: ignore[attr-defined]
                 f"axis) outside a LayerNorm / RMSNorm pattern; export with LayerNormalization (opset >= 17)")
@@ -167,15 +179,22 @@ class TransformerOps:
         return [a % rank for a in axes] == [rank - 1]
 
     def _feeds_matmul(self, tensor: str) -> bool:
-        """Whether every reader of ``tensor`` is a MatMul, possibly through views and transposes."""
+        """Whether every reader of ``tensor`` is a MatMul, possibly through views, transposes and
+        scalings by a constant (SDPA scales Q and K^T by d^-1/4 each); Shape readers do not count."""
         memo: dict[str, bool] = self.__dict__.setdefault("_matmul_fed", {})
         if tensor not in memo:
             memo[tensor] = False
-            readers = self.readers.get(tensor, [])  # type: ignore[attr-defined]
-            memo[tensor] = bool(readers) and all(
-                r.op_type == "MatMul" or (r.op_type in ("Reshape", "Transpose", "Squeeze", "Unsqueeze")
-                                          and self._feeds_matmul(r.output[0])) for r in readers)
+            readers = [r for r in self.readers.get(tensor, []) if r.op_type not in ("Shape", "Size")]  # type: ignore[attr-defined]
+            memo[tensor] = bool(readers) and all(self._matmul_path(r) for r in readers)
         return memo[tensor]
+
+    def _matmul_path(self, reader: onnx.NodeProto) -> bool:
+        if reader.op_type in ("MatMul", "Gemm"):
+            return True
+        # views, the rotary embedding's pointwise steps (x cos + rotate_half(x) sin) and the
+        # repeat_kv Expand keep a head-split tensor a view of its producer up to the matmul
+        through = reader.op_type in VIEW_PATH or reader.op_type in ("Mul", "Div", "Add", "Sub")
+        return through and all(self._feeds_matmul(out) for out in reader.output if out)
 
     # ----------------------------------------------------------------- layers
     def _embedding(self, node: onnx.NodeProto, name: str) -> None:
@@ -185,10 +204,36 @@ class TransformerOps:
             raise UnsupportedOperatorError(f"{self.path}: Gather node {node.name!r} looks up a {table} table "  # type: ignore[attr-defined]
                                            f"along axis {attr_int(node, 'axis', 0)}; tileplan imports row "
                                            f"lookups of a 2-D weight table (embeddings) only")
+        ids = self.folder.value(node.input[1])  # type: ignore[attr-defined]
+        if ids is not None and ids.size and int(np.max(ids)) >= table[0]:
+            raise OnnxShapeError(
+                f"{self.path}: Gather node {node.name!r} looks up row {int(np.max(ids))} of the {table[0]}-row table "  # type: ignore[attr-defined]
+                f"{node.input[0]!r}; the sequence is longer than the model's {table[0]} positions: give --seq "
+                f"{table[0]} or less")
         n, dim, rows, _ = token_view(out)
         layer = embedding(self.namer.take(name, "embedding"), rows=rows, dim=dim, table_rows=table[0],  # type: ignore[attr-defined]
                           batch=n)
         self._push(layer, node.output[0], out)  # type: ignore[attr-defined]
+
+    def token_linear(self, node: onnx.NodeProto, name: str, v: _Value, features: int, k_out: int) -> bool:
+        """A Gemm / 2-D MatMul on a token tensor seen as 2-D, as a matmul over token rows: GPT-2's
+        Conv1D ([batch x tokens, features]: Reshape to 2-D, Gemm, Reshape back; the batch stays
+        outermost, no data moves) or one selected row (ViT's class token x[:, 0], read through the
+        view as a matmul reads any token slice). False for an ordinary FC."""
+        if len(v.shape) != 2 or v.src is None:
+            return False
+        if v.shape[0] > v.stored[0] and v.shape[0] % v.stored[0] == 0 and math.prod(v.stored) == math.prod(v.shape):
+            batch, rows = v.stored[0], v.shape[0] // v.stored[0]
+        elif v.tokens and v.stored[0] == v.shape[0] and math.prod(v.stored) > math.prod(v.shape) and \
+                math.prod(v.stored) % math.prod(v.shape) == 0:
+            batch, rows = v.shape[0], 1
+        else:
+            return False
+        layer = matmul(self.namer.take(name, "matmul"), batch=batch, m=rows, k=features, n=k_out,  # type: ignore[attr-defined]
+                       inputs=(v.src,))
+        value = self._push(layer, node.output[0])  # type: ignore[attr-defined]
+        self.values[node.output[0]] = replace(value, shape=(v.shape[0], k_out))
+        return True
 
     def _srcs(self, tensors: list[str]) -> tuple[str, ...]:
         """Producers of operands read through views; a network input is copied first when a later
@@ -205,6 +250,16 @@ class TransformerOps:
             raise UnsupportedOperatorError(f"{self.path}: MatMul node {node.name!r} of two activations with "  # type: ignore[attr-defined]
                                            f"shapes {sa} x {sb}; tileplan plans matrix (not vector) products")
         groups = math.prod(out[:-2])
+        vb = self.values[b]
+        repeat = math.prod(sb) // math.prod(vb.stored) if vb.src and math.prod(sb) % math.prod(vb.stored) == 0 else 1
+        if repeat > 1 and math.prod(sb[:-2]) == groups and groups % repeat == 0:
+            # B read through repeat_kv (Expand + Reshape of K/V to every query head): grouped-query
+            # attention without the copy -- G = the KV heads, each group's query heads folded into P
+            layer = matmul(self.namer.take(name, "matmul"), m=repeat * sa[-2], k=sa[-1], n=sb[-1],  # type: ignore[attr-defined]
+                           groups=groups // repeat, b_activation=True, inputs=self._srcs([a, b]))
+            value = self._push(layer, node.output[0], out)  # type: ignore[attr-defined]
+            self.values[node.output[0]] = replace(value, shape=out)
+            return
         if math.prod(sb[:-2]) != groups:
             raise UnsupportedOperatorError(
                 f"{self.path}: MatMul node {node.name!r} broadcasts B {sb} over A {sa}; a matmul of two "  # type: ignore[attr-defined]
@@ -226,6 +281,29 @@ class TransformerOps:
         layer = elementwise(self.namer.take(name, kind), kind, channels=c, rows=h, batch=n,  # type: ignore[attr-defined]
                             inputs=self._srcs(tensors), input_count=len(tensors))
         self._push(layer, tensor, out)  # type: ignore[attr-defined]
+
+    def _same_source(self, tensors: list[str]) -> bool:
+        """Whether the values are pointwise functions of one producer's output (not statistics)."""
+        vals = [self.values[t] for t in tensors]
+        return len({v.src for v in vals}) == 1 and vals[0].src is not None and \
+            not any(v.stat_of or v.centered_of for v in vals)
+
+    def _pointwise_of_one(self, node: onnx.NodeProto, name: str, real: list[str]) -> bool:
+        """``f(x) + g(x)`` of one producer's output x: GELU's ``x + 0.044715 x^3`` stays a function
+        of x (no layer); rotary embedding's ``x cos + rotate_half(x) sin`` is a ``rope`` layer."""
+        va, vb = self.values[real[0]], self.values[real[1]]
+        out = self._shape(node.output[0], node, va.shape)  # type: ignore[attr-defined]
+        if math.prod(out) != math.prod(va.shape) or math.prod(out) != math.prod(vb.shape):
+            return False
+        if "rotated" in (va.fn, vb.fn):
+            n, c, h, _ = va.stored
+            layer = elementwise(self.namer.take(name, "rope"), "rope", channels=c, rows=h, batch=n,  # type: ignore[attr-defined]
+                                inputs=self._srcs([real[0]]), row_channels=out[-1])
+            value = self._push(layer, node.output[0], out)  # type: ignore[attr-defined]
+            self.values[node.output[0]] = replace(value, stored=va.stored)
+            return True
+        self._set(node.output[0], replace(va, shape=out, fn=va.fn or vb.fn))  # type: ignore[attr-defined]
+        return True
 
     def _norm_step(self, node: onnx.NodeProto, name: str, real: list[str]) -> bool:
         """One step of a decomposed norm or gated activation; False when the two operands are two

@@ -54,6 +54,8 @@ from tileplan.workload._onnx_common import (
     op_label,
 )
 from tileplan.workload._onnx_convert import Converter
+from tileplan.workload._onnx_names import readable
+from tileplan.workload._onnx_shapes import fill_shapes
 from tileplan.workload._onnx_xformer import INT_TYPES
 from tileplan.workload.layer import Layer
 from tileplan.workload.network import Network
@@ -88,23 +90,28 @@ def load_onnx(path: str | os.PathLike[str], *, batch: int | None = None, skip_un
     shapes, types = _infer_shapes(model, p)
     used = {t for node in graph.node for t in node.input} | {o.name for o in graph.output}
     producers = {out: node for node in graph.node for out in node.output if out}
+    stopped = fill_shapes([node for _, node in nodes], shapes, consts, producers)
     conv = Converter(p, shapes, consts, static, used, producers, skip_unsupported, list(graph.node))
+    conv.shapes_stopped = stopped
     for vi in inputs:
         conv.add_input(vi.name, _dims(vi) or (), vi.type.tensor_type.elem_type)
     conv.types = types
+    made_by: dict[str, onnx.NodeProto] = {}  # layer name -> the node it was made for
     for index, node in nodes:
         if any(out and out not in static for out in node.output):  # else: constants or shape metadata
+            before = len(conv.layers)
             try:
                 conv.convert(node, index, supported=index not in problems)
             except WorkloadError as err:
                 if str(err).startswith(str(p)):
                     raise
                 raise type(err)(f"{p}: {err}") from None
+            made_by.update((layer.name, node) for layer in conv.layers[before:])
     conv.warn_skipped()
     if not conv.layers:
         raise WorkloadError(f"{p}: the graph has no convolution, pooling, FC or other plannable layer")
     n, c, h, w = canon(_dims(inputs[0]) or ())
-    layers = conv.layers
+    layers = readable(conv.layers, made_by)
     if batch is not None and batch != native:
         layers = _rebatch(layers, native, batch, p)
         n = n // native * batch
@@ -204,10 +211,18 @@ def _toposort(graph: onnx.GraphProto, consts: Constants, path: Path) -> list[tup
 
 
 def _static_tensors(nodes: list[tuple[int, onnx.NodeProto]], consts: Constants) -> set[str]:
-    """Tensors that are not activations: constants, shapes and anything computed only from them."""
+    """Tensors that are not activations: constants, shapes and anything computed only from them --
+    except a lookup of rows of a 2-D weight table summed into the tokens (position and token-type
+    embeddings, indexed by ids computed from the sequence length), which reads real bytes."""
     static = set(consts.initializer_names)
+    readers: dict[str, set[str]] = defaultdict(set)
+    for _, node in nodes:
+        for t in node.input:
+            readers[t].add(node.op_type)
     for _, node in nodes:
         inputs = [t for t in node.input if t]
+        if is_table_lookup(node, consts) and readers[node.output[0]] and readers[node.output[0]] <= {"Add", "Cast"}:
+            continue
         if node.op_type in SHAPE_OPS or all(t in static for t in inputs):
             static.update(node.output)
         elif node.op_type in SINGLE_ACTIVATION_OUTPUT:
@@ -262,6 +277,13 @@ def _unsupported_message(path: Path, nodes: list[tuple[int, onnx.NodeProto]], pr
                        for op, names in by_op.items())
     return (f"{path}: {len(problems)} node(s) use operators tileplan cannot plan: {listed}. Replace them, or "
             f"pass skip_unsupported=True (CLI: --skip-unsupported) to import them as identity/data movement")
+
+
+def is_table_lookup(node: onnx.NodeProto, consts: Constants) -> bool:
+    """A Gather of rows of a 2-D initializer (an embedding table)."""
+    table = consts.shape(node.input[0]) if node.op_type == "Gather" and node.input else None
+    return table is not None and len(table) == 2 and node.input[0] in consts.initializer_names and \
+        attr(node, "axis", 0) == 0
 
 
 # --------------------------------------------------------------------- shapes
