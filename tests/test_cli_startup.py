@@ -1,7 +1,10 @@
 """The command line answers at once: building the app, ``--help``, ``arch list``, ``zoo list`` and an
 argument error import none of the heavy modules (the model, numpy's kernels, numba, matplotlib,
-onnx, ray). Each case runs in a fresh interpreter and reads its ``sys.modules``: a presence check,
-not a timing, so a loaded machine cannot make it flake. The timings are in docs/architecture-startup.md.
+onnx, ray); ``--help`` also not typer's rich help (rich's markdown and traceback renderers) nor
+pydantic; and the console script answers ``arch list`` and ``zoo list`` without typer, pydantic or the
+accelerator schema at all (``tileplan.listing``), printing what the app's commands print. Each case
+runs in a fresh interpreter and reads its ``sys.modules``: a presence check, not a timing, so a loaded
+machine cannot make it flake. The timings are in docs/architecture-startup.md.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from tileplan import api
+from tileplan.arch import load as load_arch
 from tileplan.cli.app import FUSION_STRATEGY_NAMES, LEVEL_STRATEGY_NAMES, OBJECTIVE_NAMES, STRATEGY_NAMES
 from tileplan.fusion.ye import FUSED_FAMILIES
+from tileplan.presets import preset_description, preset_names
 from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,12 +49,61 @@ def _fresh(args: list[str]) -> tuple[int, set[str], str]:
     return int(data["code"] or 0), set(data["modules"]), done.stdout[: -len(last) - 1] + done.stderr
 
 
+#: What ``--help`` needs none of: typer's rich help renderers, pydantic (typer's argument coercion,
+#: the accelerator schema) and the schema itself.
+HELP_SPARES = ("rich.markdown", "markdown_it", "rich.traceback", "typer.rich_utils", "pydantic", "tileplan.arch")
+#: What the console script's answer to ``arch list`` / ``zoo list`` needs none of.
+LIST_SPARES = ("typer", "click", "pydantic", "yaml", "tileplan.arch", "tileplan.cli", "numpy")
+
+_ENTRY_PROBE = """
+import json, sys
+sys.argv = ["tileplan", *ARGS]
+from tileplan import entry
+try:
+    entry.main()
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def _fresh_entry(args: list[str]) -> tuple[int, set[str], str]:
+    """Run the console script ``tileplan ARGS`` (``entry.main``) in a new interpreter."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}
+    done = subprocess.run([sys.executable, "-c", _ENTRY_PROBE.replace("ARGS", repr(args))], capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=120)
+    last = done.stdout.strip().splitlines()[-1]
+    data = json.loads(last)
+    return int(data["code"] or 0), set(data["modules"]), done.stdout[: -len(last) - 1] + done.stderr
+
+
 @pytest.mark.parametrize("args", [["--help"], ["plan", "--help"], ["arch", "list"], ["zoo", "list"]])
 def test_quick_commands_import_nothing_heavy(args: list[str]) -> None:
     code, modules, output = _fresh(args)
     assert code == 0, output
     assert output.strip()  # it did answer (help text, preset or network list)
     assert not [m for m in HEAVY if m in modules]
+    if "--help" in args:  # (a subcommand's help parses the group's options first: typer's pydantic coercion)
+        assert not [m for m in HELP_SPARES if m in modules and (args == ["--help"] or m != "pydantic")]
+
+
+@pytest.mark.parametrize("args", [["arch", "list"], ["zoo", "list"]])
+def test_console_script_lists_without_the_app(args: list[str]) -> None:
+    """The console script answers the listings itself, with exactly the app's output."""
+    code, modules, output = _fresh_entry(args)
+    assert code == 0, output
+    assert not [m for m in (*HEAVY, *LIST_SPARES) if m in modules]
+    app_code, _, app_output = _fresh(args)
+    assert app_code == 0 and output == app_output
+    starts = [line.split()[0] for line in output.splitlines()]  # (a long description wraps at 120 columns)
+    expected = preset_names() if args[0] == "arch" else api.zoo.names() + api.zoo.transformer_names()
+    assert [s for s in starts if s in expected] == expected
+
+
+def test_preset_descriptions_read_without_validating_are_the_presets_own() -> None:
+    """``arch list`` reads each preset's description line without the schema; it is the validated one."""
+    for name in preset_names():
+        assert preset_description(name) == load_arch(name).description, name
 
 
 @pytest.mark.parametrize(("args", "message"), [

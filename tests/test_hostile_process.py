@@ -314,6 +314,50 @@ def test_a_corrupt_numba_cache_is_removed_and_rebuilt(tmp_path: Path, monkeypatc
     del sys.modules["healme"]
 
 
+INLINED_MAIN = '''
+import numba
+from inlhelp import twice
+
+INLINED_FROM = ("inlhelp",)
+
+@numba.njit(cache=True)
+def add_twice(x):
+    return twice(x) + 1
+'''
+INLINED_HELP = '''
+import numba
+
+@numba.njit
+def twice(x):
+    return 2 * x
+'''
+
+
+def test_a_cache_older_than_a_module_compiled_into_it_is_dropped(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """numba keys a cached function by its own file; the cost kernel's loop also compiles in ``cost.flat``
+    and ``cost.finish`` (``kernel.INLINED_FROM``). When one of those is newer than the cache, the cache
+    is removed (and not reported as corrupt) instead of loading the old machine code."""
+    import importlib
+
+    from tileplan.cost import jit
+
+    (tmp_path / "inlmain.py").write_text(INLINED_MAIN)
+    (tmp_path / "inlhelp.py").write_text(INLINED_HELP)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("inlmain")
+    assert mod.add_twice(3) == 7  # compiled and cached
+    cache = tmp_path / "__pycache__"
+    nbi, = cache.glob("inlmain.add_twice-*.nbi")
+    monkeypatch.setattr(jit, "HEALED", [])
+    assert jit._cache_holds(mod.add_twice.py_func)
+    later = nbi.stat().st_mtime + 10
+    os.utime(tmp_path / "inlhelp.py", (later, later))  # the helper changed after the compile
+    assert not jit._cache_holds(mod.add_twice.py_func)
+    assert not list(cache.glob("inlmain.add_twice-*.nb*")) and jit.HEALED == []
+    del sys.modules["inlmain"], sys.modules["inlhelp"]
+
+
 NO_SPAWN = """
 import sys
 from tileplan.cost import jit
@@ -345,7 +389,8 @@ def test_the_planner_survives_its_own_corrupt_kernel_cache(tmp_path: Path, damag
     copy = tmp_path / "src" / "tileplan"
     shutil.copytree(package, copy, copy_function=shutil.copy2)
     folder = copy / real.relative_to(package)
-    damaged = sorted(folder.glob("kernel.model_loop-*.nb*"))
+    # (numba names a cache entry by the function's first line: an older kernel.py's entries may lie beside it)
+    damaged = sorted(folder.glob(f"kernel.model_loop-{kernel.model_loop.__code__.co_firstlineno}.*.nb*"))
     assert damaged
     for path in damaged:
         data = path.read_bytes()

@@ -150,3 +150,13 @@ def test_background_process_removes_its_lock_even_when_it_fails(tmp_path: Path) 
     with pytest.raises(RuntimeError):
         jit.background_main(lock, fail, nice=0)
     assert not lock.exists()
+
+
+def test_inlined_from_names_every_module_compiled_into_the_loops() -> None:
+    """numba's cache of ``kernel.model_loop`` is keyed by ``kernel.py`` alone; ``cost.jit`` drops it
+    when a module in ``kernel.INLINED_FROM`` is newer, so that list must name every module whose
+    functions the loops call."""
+    import inspect
+
+    called = {f.__module__ for f in vars(kernel).values() if inspect.isfunction(f)}
+    assert called - {"tileplan.cost.kernel"} == set(kernel.INLINED_FROM)

@@ -27,12 +27,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tileplan"
 #: ``warmup`` compiles every loop of the model and the search, so it sits at the top of the library.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__", "dims", "errors"),
-    ("workload", "arch", "mapping", "files"),
+    ("workload", "arch", "mapping", "files", "presets"),
     ("cost", "interop"),
     ("search", "parallel"),
     ("fusion", "program", "plan"),
     ("api", "compare"),
-    ("report", "experiments", "sweep", "bench", "bench_memory", "warmup"),
+    ("report", "experiments", "sweep", "bench", "bench_memory", "warmup", "listing"),
     ("cli",),
     ("entry",),
 )

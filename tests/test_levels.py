@@ -9,6 +9,7 @@ from helpers import toy_arch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from nest_walk import walk_nest
+from sweeps import sweep
 from test_model_vs_reference import layer_and_mapping
 
 from tileplan.cost.batch import MappingBatch
@@ -38,8 +39,7 @@ def three_level(draw):
                           levels=(level,))
 
 
-@settings(max_examples=80, deadline=None)
-@given(three_level())
+@sweep(25, 200, three_level())
 def test_levels_equal_loop_walk(case):
     """Random 3-level mappings; about one in eight has a dimension whose whole DRAM tiles take
     several steps and whose remainder tile one (issue 24 item 6b: the model counted the remainder
@@ -57,6 +57,9 @@ def test_levels_equal_loop_walk(case):
     np.testing.assert_array_equal(oc.child_footprint[0],
                                   [ref.footprint[0] * prec.input, ref.footprint[1] * prec.weight,
                                    ref.footprint[2] * prec.psum])
+
+
+test_levels_equal_loop_walk_full = test_levels_equal_loop_walk.full  # 200 examples, under ``slow``
 
 
 def test_a_remainder_tile_with_one_step_reloads_only_when_its_indices_change():

@@ -58,17 +58,15 @@ def brute_force_keys(problem: Problem) -> dict[Objective, tuple[float, float]]:
             if int(np.prod(co)) > arch.cores.cores_per_cluster:
                 continue
             grid = problem.core_grid(cl, co)
-            rows = []
-            for tiles in product(*[range(1, n + 1) for n in grid.max_length]):
-                for order in orders:
-                    for u in unrolls:
-                        for weight_c in (False, True):
-                            rows.append((tiles, [int(d) for d in order], u, weight_c))
-            n = len(rows)
+            # Every (tile vector, order, unrolling, weight hoisting) combination, built as index arrays.
+            tile_set = np.array(list(product(*[range(1, n + 1) for n in grid.max_length])), dtype=np.int64)
+            order_set = np.array([[int(d) for d in order] for order in orders], dtype=np.int64)
+            unroll_set = np.array(unrolls, dtype=np.int64)
+            it, io, iu, iw = (i.reshape(-1) for i in np.indices((len(tile_set), len(order_set), len(unroll_set), 2)))
+            n = len(it)
             hoist = np.zeros((n, 3, NDIMS), dtype=bool)
-            hoist[:, 1, Dim.C] = [r[3] for r in rows]
-            batch = MappingBatch(np.array([r[0] for r in rows]), np.array([r[1] for r in rows]),
-                                 hoist, np.array([r[2] for r in rows]),
+            hoist[:, 1, Dim.C] = iw == 1
+            batch = MappingBatch(tile_set[it], order_set[io], hoist, unroll_set[iu],
                                  np.tile(MappingBatch.default_layout_codes(), (n, 1)), cl, co)
             costs = evaluate(problem, batch)
             for obj in Objective:
@@ -188,9 +186,10 @@ def test_split_bounds_never_exceed_the_split_optimum(case, objective: Objective)
     orders = class_orders()
     for cl, co in split_options(problem):
         grid = problem.core_grid(cl, co)
-        rows = [(tiles, order) for tiles in product(*[range(1, n + 1) for n in grid.max_length]) for order in orders]
-        n = len(rows)
-        batch = MappingBatch(np.array([r[0] for r in rows]), np.array([r[1] for r in rows]),
+        tile_set = np.array(list(product(*[range(1, n + 1) for n in grid.max_length])), dtype=np.int64)
+        it, io = (i.reshape(-1) for i in np.indices((len(tile_set), len(orders))))  # every (tiles, order)
+        n = len(it)
+        batch = MappingBatch(tile_set[it], np.asarray(orders, dtype=np.int64)[io],
                              np.zeros((n, 3, NDIMS), dtype=bool), np.ones((n, NDIMS), dtype=np.int64),
                              np.tile(MappingBatch.default_layout_codes(), (n, 1)), cl, co)
         best = float(objective.key(evaluate(problem, batch)).min())

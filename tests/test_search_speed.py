@@ -259,8 +259,7 @@ def _same_bounds(problem: Problem, objectives: list) -> None:
             assert bounds.tight(i, orders) == split_tight_bound(problem, split, objective, orders)
 
 
-@settings(max_examples=25, deadline=None)
-@given(split_problem(), st.sampled_from([1, 2]), st.integers(0, 30))
+@sweep(10, 60, split_problem(), st.sampled_from([1, 2]), st.integers(0, 30))
 def test_split_bounds_of_a_table_equal_the_scalar_ones(problem: Problem, prec: int, latency: int) -> None:
     """``SplitBounds`` (every split at once) gives the scalar bounds bit for bit: the same visit order
     and the same pruning, on random layers, machines and objectives, with and without burst latency."""
@@ -270,6 +269,9 @@ def test_split_bounds_of_a_table_equal_the_scalar_ones(problem: Problem, prec: i
         update={"burst_latency_ns": float(latency)})})
     layer = problem.layer.with_precision(Precision.uniform(prec))
     _same_bounds(Problem(layer, arch), list(Objective))
+
+
+test_split_bounds_of_a_table_equal_the_scalar_ones_full = test_split_bounds_of_a_table_equal_the_scalar_ones.full
 
 
 def test_split_bounds_of_a_table_equal_the_scalar_ones_on_resnet50_and_nmp() -> None:

@@ -40,9 +40,13 @@ def main() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _on_sigint)
     try:
-        from tileplan.cli import run
+        from tileplan.listing import quick
 
-        code = run()
+        code = quick(sys.argv[1:])  # `arch list` and `zoo list` need no argument parsing
+        if code is None:
+            from tileplan.cli import run
+
+            code = run()
     except KeyboardInterrupt as exc:  # before or after a command's own guard
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_IGN)

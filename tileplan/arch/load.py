@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from pydantic import ValidationError
 from tileplan.arch.spec import Arch
 from tileplan.errors import ConfigError, TileplanError
 from tileplan.files import read_text_input
+from tileplan.presets import preset_names, preset_path
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -160,16 +160,6 @@ def _whole(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float) or not float(value).is_integer():
         raise ValueError(f"pe_len must hold whole numbers, got {value!r}")
     return int(value)
-
-
-def preset_names() -> list[str]:
-    """Names of the shipped presets."""
-    folder = resources.files("tileplan.arch") / "presets"
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
-
-
-def preset_path(name: str) -> Path:
-    return Path(str(resources.files("tileplan.arch") / "presets" / f"{name}.yaml"))
 
 
 #: Preset families ``NAME-<KB>``: preset ``NAME`` with its one (unified) on-chip buffer resized to

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from rich.text import Text
-
 from tileplan.cli import (  # noqa: F401  (importing a command module registers its commands)
     bench_cmd,
     compare_cmd,
@@ -19,15 +17,14 @@ from tileplan.cli import (  # noqa: F401  (importing a command module registers 
     report_cmd,
     sweep_cmd,
 )
-from tileplan.cli.app import app, err, interrupt_reported, out
-from tileplan.errors import Stopped, printable, stop_exit_code
+from tileplan.cli.app import app, err, interrupt_reported, one_line, out
+from tileplan.errors import Stopped, stop_exit_code
 
 __all__ = ["app", "run"]
 
 
 def _one_line(message: str) -> None:
-    err.print(Text.assemble(("error:", "bold red"), " ", printable(" ".join(message.split()))), highlight=False,
-              soft_wrap=True)
+    one_line(" ".join(message.split()))
 
 
 def run(argv: Sequence[str] | None = None) -> int:

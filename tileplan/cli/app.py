@@ -9,28 +9,47 @@ import sys
 import threading
 from collections.abc import Callable
 from functools import cache
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from tileplan.errors import TileplanError, printable, stop_exit_code
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.progress import Progress
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+# Help is click's plain text (``rich_markup_mode=None``): typer's rich help imports rich's markdown and
+# traceback renderers, which took 0.2 s of CPU, half of `tileplan --help` (docs/architecture-startup.md).
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Plan, cost and verify CNN layers on memory-constrained accelerators.")
-arch_app = typer.Typer(no_args_is_help=True, help="Accelerator presets.")
-zoo_app = typer.Typer(no_args_is_help=True, help="Built-in networks.")
+arch_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Accelerator presets.")
+zoo_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Built-in networks.")
 app.add_typer(arch_app, name="arch")
 app.add_typer(zoo_app, name="zoo")
 
 # Piped or captured output is not wrapped at 80 columns: tables stay one row per layer.
 _WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200"))
-out = Console(width=_WIDTH)
-err = Console(stderr=True, width=_WIDTH)
+
+
+class _LazyConsole:
+    """A rich ``Console`` made at its first use: importing rich costs about 0.1 s that ``--help`` and
+    argument errors (which click prints) do not need."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return getattr(self._console, name)
+
+
+out = cast("Console", _LazyConsole(width=_WIDTH))
+err = cast("Console", _LazyConsole(stderr=True, width=_WIDTH))
 F = TypeVar("F", bound=Callable[..., Any])
 _REPORTED: list[bool] = []  # "interrupted" printed (so that it is printed once)
 
@@ -64,10 +83,16 @@ def machine_sets(sets: list[str] | None, psum_bytes: int | None) -> list[str]:
     return [*(sets or ()), *([f"psum_bytes={psum_bytes}"] if psum_bytes is not None else [])]
 
 
+def one_line(message: str) -> None:
+    """Print ``error: message`` on stderr as one line, never interpreted as rich markup."""
+    from rich.text import Text
+
+    err.print(Text.assemble(("error:", "bold red"), " ", printable(message)), highlight=False, soft_wrap=True)
+
+
 def _fail(message: str) -> NoReturn:
     """Print ``error: message`` as one line (never interpreted as rich markup) and exit with 2."""
-    err.print(Text.assemble(("error:", "bold red"), " ", printable(message.replace("\n", "; "))), highlight=False,
-              soft_wrap=True)
+    one_line(message.replace("\n", "; "))
     raise typer.Exit(code=2)
 
 

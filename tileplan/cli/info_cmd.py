@@ -12,11 +12,10 @@ from tileplan.cli.app import ARCH_HELP, MODEL_HELP, SET_HELP, _guard, arch_app, 
 @arch_app.command("list")
 def arch_list() -> None:
     """List the shipped accelerator presets."""
-    from tileplan import arch as arch_mod
+    from tileplan.listing import arch_lines
 
-    for name in arch_mod.preset_names():
-        a = arch_mod.load(name)
-        out.print(f"[bold]{name:12s}[/] {a.description}", highlight=False)
+    for line in arch_lines():
+        out.print(line, highlight=False)
 
 
 @arch_app.command("show")
@@ -25,7 +24,7 @@ def arch_show(name: str = typer.Argument(..., help=ARCH_HELP),
               yaml_out: bool = typer.Option(False, "--yaml", help="Print the YAML description.")) -> None:
     """Show one accelerator (with --set: as changed by the overrides)."""
     from tileplan import api
-    from tileplan.arch.load import preset_names, preset_path
+    from tileplan.presets import preset_names, preset_path
     from tileplan.report.tables import arch_table
 
     def work() -> None:
@@ -46,12 +45,10 @@ def arch_show(name: str = typer.Argument(..., help=ARCH_HELP),
 @zoo_app.command("list")
 def zoo_list() -> None:
     """List the built-in networks."""
-    from tileplan.workload import zoo
+    from tileplan.listing import zoo_lines
 
-    for name in zoo.names() + zoo.transformer_names():
-        net = zoo.get(name)
-        out.print(f"[bold]{name:22s}[/] {len(net):4d} layers  {net.macs / 1e9:7.3f} GMACs  "
-                  f"{net.params / 1e6:7.2f} M weights", highlight=False)
+    for line in zoo_lines():
+        out.print(line, highlight=False)
 
 
 @zoo_app.command("show")

@@ -1,11 +1,13 @@
-"""The compiled path of the cost kernel: ``cost.kernel``'s functions compiled by numba, looping over
-candidates in parallel (``prange``, numba's own 'workqueue' threads: no TBB or OpenMP needed).
+"""The compiled path of the cost kernel: ``cost.kernel``'s loops (stage two, and stage three from
+``cost.finish``, per candidate) compiled by numba, looping over candidates in parallel (``prange``,
+numba's own 'workqueue' threads: no TBB or OpenMP needed).
 
 When the compiled loops run instead of their numpy twins (bit-identical results) is ``cost.jit``'s
 rule: by default once numba's on-disk cache holds them, which ``make venv`` (``tileplan.warmup``) or the
 first command-line run (``tileplan.warmup.compile_in_background``) sees to; ``TILEPLAN_KERNEL=numba`` compiles
 them here if need be, ``=numpy`` never runs them. numba's cache is keyed by ``cost/kernel.py`` (where
-the compiled loops are written): after changing how this module compiles them, delete
+the compiled loops are written; ``cost.jit`` also drops it when a module compiled into them,
+``kernel.INLINED_FROM``, is newer): after changing how this module compiles them, delete
 ``tileplan/cost/__pycache__/*.nb*``.
 """
 
@@ -20,8 +22,9 @@ import numpy as np
 
 from tileplan.cost import jit, kernel
 from tileplan.cost.batch import CostBatch
+from tileplan.cost.finish import cost_batch
+from tileplan.cost.flat import hoist_words
 from tileplan.cost.jit import mode
-from tileplan.cost.kernel_tables import hoist_words
 
 
 def wanted() -> bool:
@@ -162,7 +165,8 @@ def _ints(a: np.ndarray) -> np.ndarray:
 
 def evaluate(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, order: np.ndarray,
              layouts: np.ndarray, macs: int, peak_macs_per_cycle: int) -> CostBatch:
-    """Full costs of every candidate (``CostBatch``; the kernel writes its arrays directly)."""
+    """Full costs of every candidate (``CostBatch``; the loop writes its arrays directly: stages two and
+    three per candidate)."""
     compiled = loop()
     assert compiled is not None
     n = len(tiles)
@@ -175,9 +179,7 @@ def evaluate(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, o
     feas = np.empty(n, dtype=np.bool_)
     compiled(K, _ints(tiles), _read_only(hoist_words(hoist)), _ints(unroll), _ints(layouts), _ints(order), _NO_ORDERS,
              0, True, _NO_KEYS, rd, wr, bu, cyc, en, fp, feas.view(np.int8), *_scratch(K, n))
-    return CostBatch(feasible=feas, footprint_bytes=fp, dram_read_bytes=rd, dram_write_bytes=wr, dram_bursts=bu,
-                     dram_cycles=cyc[0], compute_cycles=cyc[1], noc_cycles=cyc[2], latency_cycles=cyc[3],
-                     energy_breakdown_pj=en, macs=macs, peak_macs_per_cycle=peak_macs_per_cycle)
+    return cost_batch(feas, fp, rd, wr, bu, cyc, en, macs, peak_macs_per_cycle)
 
 
 def orders(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, layouts: np.ndarray,

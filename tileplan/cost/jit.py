@@ -83,6 +83,9 @@ def cached_signatures(py_func: Callable[..., Any]) -> list[tuple[Any, ...]]:
         return []
     try:
         index = cache_file._load_index()  # empty when stale or of another numba
+        if index and _inlined_newer(py_func, Path(cache_file._index_path)):
+            _discard(Path(cache_file._index_path), None)
+            return []
         code = hashlib.sha256(py_func.__code__.co_code).hexdigest()
         entries = [(k, name) for k, name in index.items() if k[1] == magic and k[2][0] == code]
         for _, name in entries:
@@ -97,16 +100,31 @@ def cached_signatures(py_func: Callable[..., Any]) -> list[tuple[Any, ...]]:
 HEALED: list[tuple[str, str]] = []
 
 
-def _discard(index_path: Path, err: Exception) -> None:
+def _inlined_newer(py_func: Callable[..., Any], index_path: Path) -> bool:
+    """Whether a module compiled into ``py_func`` (its module's ``INLINED_FROM``) changed after numba
+    cached it: numba's index is keyed by the function's own file alone, so it would load the old machine
+    code."""
+    module = sys.modules.get(py_func.__module__)
+    try:
+        cached_at = index_path.stat().st_mtime
+        return any(Path(inspect.getfile(sys.modules[name])).stat().st_mtime > cached_at
+                   for name in getattr(module, "INLINED_FROM", ()) if name in sys.modules)
+    except (OSError, TypeError):
+        return False
+
+
+def _discard(index_path: Path, err: Exception | None) -> None:
     """Remove one function's numba cache (its index and data files): it is rebuilt by the next
-    compile, instead of failing every run (numba itself raises on a truncated file)."""
+    compile, instead of failing every run (numba itself raises on a truncated file). ``err`` None: the
+    cache is stale, not corrupt (not reported in :data:`HEALED`)."""
     base = index_path.name[: -len(".nbi")]
     for path in [index_path, *index_path.parent.glob(f"{base}.*.nbc")]:
         try:
             path.unlink()
         except OSError:
             pass
-    HEALED.append((str(index_path), f"{type(err).__name__}: {err}"[:120]))
+    if err is not None:
+        HEALED.append((str(index_path), f"{type(err).__name__}: {err}"[:120]))
 
 
 def heal(loops: list[Callable[..., Any]]) -> list[tuple[str, str]]:

@@ -1,4 +1,6 @@
-"""The tables the cost kernel reads: a layer on an accelerator under one core split, as flat arrays.
+"""Stage one of the cost model: the tables the kernel reads, a layer on an accelerator under one core
+split as flat arrays (their format: ``cost.flat``), built once per (problem, split, layouts) and cached
+on the problem (:func:`tables_for`, :func:`split_tables`, :func:`grid_tables`).
 
 ``cost.kernel`` takes one :class:`KernelTables` (a named tuple of integers, floats and arrays, so
 numba can type it) instead of Python objects. Everything that does not depend on the candidate is
@@ -15,7 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tileplan.cost.kernel import (
+from tileplan.cost.batch import MappingBatch
+from tileplan.cost.flat import (
     D_NEUTRAL,
     H_EVERY,
     H_FULL,
@@ -35,7 +38,6 @@ from tileplan.cost.kernel import (
     S_TOFF,
     SREC,
     cdiv,
-    hoist_bits,
     log2_exact,
 )
 from tileplan.cost.problem import CoreGrid, Problem
@@ -159,20 +161,6 @@ def _halo_table(problem: Problem, grid: CoreGrid, input_codes: list[int]) -> np.
                 box[slot, ..., H_EVERY] = every
                 box[slot, ..., H_PARTIAL] = partial
     return halo
-
-
-def hoist_words(hoist: np.ndarray) -> np.ndarray:
-    """(n, 3) uint64: the 8 hoist flags of each operand ((n, 3, 8)) as 0/1 bytes in one little-endian
-    word (a view, no copy, of a contiguous boolean array); ``kernel.hoist_bits`` turns one into a mask."""
-    flags = np.asarray(hoist)
-    if flags.dtype != np.bool_:
-        flags = flags != 0
-    return np.ascontiguousarray(flags).view(np.uint64)[..., 0]
-
-
-def hoist_masks(hoist: np.ndarray) -> np.ndarray:
-    """(n, 3) int64 bitmasks of hoisted dimensions (bit ``d``: dimension ``d``) from (n, 3, 8) flags."""
-    return np.asarray(hoist_bits(hoist_words(hoist)), dtype=np.int64)
 
 
 def _positions(problem: Problem, length: np.ndarray, codes: tuple[tuple[int, ...], ...],
@@ -312,3 +300,40 @@ def kernel_tables(problem: Problem, grid: CoreGrid, codes: tuple[tuple[int, ...]
         dram_bw=float(arch.dram_bytes_per_cycle), burst_lat=float(arch.burst_latency_cycles),
         overlap=int(bool(arch.overlap)),
     )
+
+
+_DEFAULT_CODES = tuple((int(c),) for c in MappingBatch.default_layout_codes())
+
+
+def tables_for(problem: Problem, batch: MappingBatch) -> KernelTables:
+    """The kernel's tables for ``batch``'s core split and layouts (cached on the problem)."""
+    if not len(batch):
+        return split_tables(problem, batch.cluster_split, batch.core_split)
+    codes = tuple(tuple(int(c) for c in np.flatnonzero(np.bincount(batch.layouts[:, op]))) for op in OPERANDS)
+    return split_tables(problem, batch.cluster_split, batch.core_split, codes)
+
+
+def split_tables(problem: Problem, cluster_split: tuple[int, ...], core_split: tuple[int, ...],
+                 codes: tuple[tuple[int, ...], ...] | None = None) -> KernelTables:
+    """Kernel tables of one core split for the layout codes ``codes[op]`` of each operand (default:
+    the default layouts)."""
+    if codes is None:
+        codes = _DEFAULT_CODES
+    cache: dict[tuple[object, ...], KernelTables] = problem.__dict__.setdefault("_kernel_tables", {})
+    key = (tuple(cluster_split), tuple(core_split), codes)
+    if key not in cache:
+        if len(cache) > 64:
+            cache.clear()
+        cache[key] = kernel_tables(problem, problem.core_grid(cluster_split, core_split), codes)
+    return cache[key]
+
+
+def grid_tables(problem: Problem, grid: CoreGrid) -> KernelTables:
+    """Kernel tables of a core grid the caller already built (default layouts; cached)."""
+    cache: dict[int, tuple[CoreGrid, KernelTables]] = problem.__dict__.setdefault("_grid_tables", {})
+    hit = cache.get(id(grid))
+    if hit is None or hit[0] is not grid:
+        if len(cache) > 64:
+            cache.clear()
+        hit = cache[id(grid)] = (grid, kernel_tables(problem, grid, _DEFAULT_CODES))
+    return hit[1]

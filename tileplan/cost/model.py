@@ -1,4 +1,4 @@
-"""The one analytical cost model, evaluated over batches of candidate mappings.
+"""The one analytical cost model, evaluated over batches of candidate mappings: the pipeline's driver.
 
 The rule (DESIGN.md): walking the tile loops, an operand's tile is (re)loaded whenever the box it
 must hold changes, i.e. once per iteration of every loop at or outside the innermost loop that
@@ -7,11 +7,19 @@ that do not index it give reuse. An output box revisited across a reduction loop
 as partial sums and read again. Everything is summed exactly over tile positions (remainder
 tiles, input halos, padding that is never fetched); see ``tables``.
 
-The arithmetic lives once in ``cost.kernel``; this module drives it. Evaluation has two stages so
-a search can share work: :func:`sweep` computes everything that does not depend on the loop order
-(per core shape: one sweep of each operand's tiles, footprints, compute cycles); :func:`finish`
-applies a loop order and returns a :class:`CostBatch`. Big batches run the same arithmetic
-compiled (``cost.compiled``); :func:`evaluate_orders` evaluates many loop orders per stage one.
+A batch's cost is one pipeline, each stage in one module:
+
+1. tables (``cost.kernel_tables``): the flat tables of the layer on the accelerator under the batch's
+   core split and layouts, built once and cached on the problem;
+2. kernel (``cost.kernel``): per candidate, what does not depend on the loop order (per core shape:
+   one sweep of each operand's tiles, footprints and fit, compute cycles) -- :func:`sweep`;
+3. finish (``cost.finish``): the loop order applied (reload factors), chip totals, latency and
+   energy, assembled into a ``CostBatch`` -- :func:`finish`.
+
+:func:`evaluate` runs the three; big batches run stages two and three compiled, per candidate in one
+loop (``cost.compiled``), with identical numbers. A search shares work between the stages:
+:func:`evaluate_orders` runs stage two once per mapping and stage three under many loop orders. The
+multi-level model (``cost.levels``) calls :func:`evaluate` for its DRAM level.
 """
 
 from __future__ import annotations
@@ -21,54 +29,28 @@ from dataclasses import dataclass
 import numpy as np
 
 from tileplan.cost import compiled, kernel
+from tileplan.cost import finish as stage3
 from tileplan.cost.batch import CostBatch, MappingBatch
-from tileplan.cost.kernel_tables import KernelTables, hoist_masks, kernel_tables, storage_order, tensor_sizes
+from tileplan.cost.flat import hoist_masks
+from tileplan.cost.kernel_tables import (
+    KernelTables,
+    grid_tables,
+    split_tables,
+    storage_order,
+    tables_for,
+    tensor_sizes,
+)
 from tileplan.cost.problem import CoreGrid, Problem
 from tileplan.dims import NDIMS, OPERANDS, RELEVANT
 from tileplan.mapping import LAYOUT_LETTERS
 
 _RELEVANT_MASK = np.array([[d in RELEVANT[op] for d in range(NDIMS)] for op in OPERANDS], dtype=bool)
-_DEFAULT_CODES = tuple((int(c),) for c in MappingBatch.default_layout_codes())
 _OBJECTIVE_CODES = {"latency": 0, "energy": 1, "edp": 2, "dram": 3, "perf-per-byte": 4}
-
-
-def tables_for(problem: Problem, batch: MappingBatch) -> KernelTables:
-    """The kernel's tables for ``batch``'s core split and layouts (cached on the problem)."""
-    if not len(batch):
-        return split_tables(problem, batch.cluster_split, batch.core_split)
-    codes = tuple(tuple(int(c) for c in np.flatnonzero(np.bincount(batch.layouts[:, op]))) for op in OPERANDS)
-    return split_tables(problem, batch.cluster_split, batch.core_split, codes)
-
-
-def split_tables(problem: Problem, cluster_split: tuple[int, ...], core_split: tuple[int, ...],
-                 codes: tuple[tuple[int, ...], ...] | None = None) -> KernelTables:
-    """Kernel tables of one core split for the layout codes ``codes[op]`` of each operand (default:
-    the default layouts)."""
-    if codes is None:
-        codes = _DEFAULT_CODES
-    cache: dict[tuple[object, ...], KernelTables] = problem.__dict__.setdefault("_kernel_tables", {})
-    key = (tuple(cluster_split), tuple(core_split), codes)
-    if key not in cache:
-        if len(cache) > 64:
-            cache.clear()
-        cache[key] = kernel_tables(problem, problem.core_grid(cluster_split, core_split), codes)
-    return cache[key]
-
-
-def grid_tables(problem: Problem, grid: CoreGrid) -> KernelTables:
-    """Kernel tables of a core grid the caller already built (default layouts; cached)."""
-    cache: dict[int, tuple[CoreGrid, KernelTables]] = problem.__dict__.setdefault("_grid_tables", {})
-    hit = cache.get(id(grid))
-    if hit is None or hit[0] is not grid:
-        if len(cache) > 64:
-            cache.clear()
-        hit = cache[id(grid)] = (grid, kernel_tables(problem, grid, _DEFAULT_CODES))
-    return hit[1]
 
 
 @dataclass
 class Sweep:
-    """Stage one of the model for a batch sharing one core split (arrays over candidates last)."""
+    """Stage two of the model for a batch sharing one core split (arrays over candidates last)."""
 
     problem: Problem
     grid: CoreGrid
@@ -88,7 +70,8 @@ class Sweep:
 
 
 def sweep(problem: Problem, batch: MappingBatch) -> Sweep:
-    """Stage one: order-independent costs of every core shape (vectorised over the batch)."""
+    """Stages one and two: the tables, then the order-independent costs of every core shape
+    (vectorised over the batch)."""
     K = tables_for(problem, batch)
     n = len(batch)
     n_shapes = len(K.kcount)
@@ -129,41 +112,26 @@ def _finish_values(sw: Sweep, order: np.ndarray) -> tuple[np.ndarray | float, ..
         order = order[0]
     pr = np.zeros((len(sw.tables.kcount) * 3, n), dtype=np.int64)
     o = order if order.ndim == 1 else np.ascontiguousarray(np.broadcast_to(order, (n, NDIMS)).T)
-    m0, m1, m2 = kernel.masks(sw.tables, sw.hoist[0], sw.hoist[1], sw.hoist[2])
-    return kernel.finish(sw.tables, o, sw.dd, m0, m1, m2, sw.pi.reshape(-1, n), sw.pf, pr)
-
-
-def _cost_batch(problem: Problem, values: np.ndarray, footprint: np.ndarray, feasible: np.ndarray) -> CostBatch:
-    """A ``CostBatch`` from ``kernel.finish``'s values ((16, n)); infeasible rows get ``inf``."""
-    arch = problem.arch
-    inf = np.where(feasible, 0.0, np.inf)
-    return CostBatch(
-        feasible=feasible,
-        footprint_bytes=footprint,
-        dram_read_bytes=np.ascontiguousarray(values[0:3].T),
-        dram_write_bytes=values[3].copy(),
-        dram_bursts=np.ascontiguousarray(values[4:7].T),
-        dram_cycles=values[7] + inf,
-        compute_cycles=values[8] + inf,
-        noc_cycles=values[9] + inf,
-        latency_cycles=values[10] + inf,
-        energy_breakdown_pj=np.ascontiguousarray(values[11:16].T) + inf[:, None],
-        macs=problem.macs,
-        peak_macs_per_cycle=arch.peak_macs_per_cycle(problem.precision.input),
-    )
+    m0, m1, m2 = stage3.masks(sw.tables, sw.hoist[0], sw.hoist[1], sw.hoist[2])
+    return stage3.finish(sw.tables, o, sw.dd, m0, m1, m2, sw.pi.reshape(-1, n), sw.pf, pr)
 
 
 def finish(sw: Sweep, order: np.ndarray) -> CostBatch:
-    """Stage two: apply loop ``order`` ((n, 8) or (8,)) and combine cores into chip totals."""
+    """Stage three: apply loop ``order`` ((n, 8) or (8,)) and combine cores into chip totals."""
     n = sw.tiles.shape[1]
     values = np.empty((kernel.N_OUT, n))
     for f, v in enumerate(_finish_values(sw, order)):
         values[f] = v
-    return _cost_batch(sw.problem, values, sw.footprint, sw.feasible)
+    inf = np.where(sw.feasible, 0.0, np.inf)
+    problem = sw.problem
+    return stage3.cost_batch(sw.feasible, sw.footprint, np.ascontiguousarray(values[0:3].T), values[3].copy(),
+                             np.ascontiguousarray(values[4:7].T), values[7:11] + inf,
+                             np.ascontiguousarray(values[11:16].T) + inf[:, None], problem.macs,
+                             problem.arch.peak_macs_per_cycle(problem.precision.input))
 
 
 def evaluate(problem: Problem, batch: MappingBatch) -> CostBatch:
-    """Full costs of every mapping in ``batch`` (one model: stage one then stage two)."""
+    """Full costs of every mapping in ``batch``: tables, kernel, finish."""
     if compiled.wanted():
         return compiled.evaluate(tables_for(problem, batch), batch.tiles, batch.hoist, batch.unroll, batch.order,
                                  batch.layouts, problem.macs, problem.arch.peak_macs_per_cycle(problem.precision.input))
@@ -173,7 +141,7 @@ def evaluate(problem: Problem, batch: MappingBatch) -> CostBatch:
 def evaluate_orders(problem: Problem, batch: MappingBatch, orders: np.ndarray, objective: str, *,
                     compiled_path: bool | None = None) -> np.ndarray:
     """(n, len(orders)): objective of every mapping of ``batch`` under every loop order of ``orders``
-    (``batch.order`` is ignored); stage one runs once per mapping. ``inf`` where it does not fit."""
+    (``batch.order`` is ignored); stage two runs once per mapping. ``inf`` where it does not fit."""
     code = _OBJECTIVE_CODES[str(objective)]
     n = len(batch)
     if compiled_path if compiled_path is not None else compiled.wanted():
@@ -185,7 +153,7 @@ def evaluate_orders(problem: Problem, batch: MappingBatch, orders: np.ndarray, o
     rep = Sweep(problem, sw.grid, sw.tables, np.repeat(sw.tiles, k, axis=1), np.repeat(sw.hoist, k, axis=1),
                 np.repeat(sw.pi, k, axis=2), np.repeat(sw.pf, k, axis=1), np.repeat(sw.dd, k, axis=1),
                 np.repeat(sw.feasible, k), sw.footprint)
-    keys = np.asarray(kernel.objective_value(code, _finish_values(rep, np.tile(orders, (n, 1)))), dtype=np.float64)
+    keys = np.asarray(stage3.objective_value(code, _finish_values(rep, np.tile(orders, (n, 1)))), dtype=np.float64)
     keys = np.broadcast_to(keys, (n * k,)).reshape(n, k).copy()
     keys[~sw.feasible] = np.inf
     return keys
@@ -233,7 +201,7 @@ def best_unroll(K: KernelTables, tiles: np.ndarray, options: np.ndarray) -> np.n
 def reload_factors(order: np.ndarray, trips: np.ndarray, hoist: np.ndarray) -> np.ndarray:
     """(n, 3): how many times each operand's tiles are swept (output: visits of each output box)
     under ``order`` ((8,) or (n, 8)), given the trip counts ((n, 8)) directly and the hoist flags
-    ((n, 3, 8)): ``kernel.reload``."""
+    ((n, 3, 8)): ``cost.finish.reload``."""
     n = trips.shape[0]
     out = np.ones((n, 3), dtype=np.int64)
     if n == 0:
@@ -242,7 +210,7 @@ def reload_factors(order: np.ndarray, trips: np.ndarray, hoist: np.ndarray) -> n
     o = order[0] if (order == order[0]).all() else np.ascontiguousarray(order.T)  # one loop order: the common case
     relmask = (kernel_rel() << np.arange(NDIMS)).sum(axis=1)
     hm = hoist_masks(np.broadcast_to(np.asarray(hoist), (n, 3, NDIMS)))
-    factors = kernel.reload(o, np.ascontiguousarray(np.asarray(trips, dtype=np.int64).T), 0, relmask[0] & ~hm[:, 0],
+    factors = stage3.reload(o, np.ascontiguousarray(np.asarray(trips, dtype=np.int64).T), 0, relmask[0] & ~hm[:, 0],
                             relmask[1] & ~hm[:, 1], relmask[2] & ~hm[:, 2])
     for op in OPERANDS:
         out[:, op] = factors[op]
@@ -253,7 +221,7 @@ def reload_factors_orders(orders: np.ndarray, trips: np.ndarray) -> np.ndarray:
     """(n, k, 3): :func:`reload_factors` of every trip-count vector of ``trips`` ((n, 8)) under every
     loop order of ``orders`` ((k, 8), outermost first), nothing hoisted, in one vectorised pass.
 
-    The rule of ``kernel.reload``: with q the innermost position whose dimension indexes the operand
+    The rule of ``cost.finish.reload``: with q the innermost position whose dimension indexes the operand
     and has more than one trip, the factor is the product of the trips of the loops at or outside q
     that do not index it (1 when there is no such q)."""
     orders = np.asarray(orders, dtype=np.int64)

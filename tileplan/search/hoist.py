@@ -91,7 +91,7 @@ def reuse_orders(hoist: Hoist) -> np.ndarray:
     """(m, 8) loop orders (outermost first), one per reuse class under ``hoist``.
 
     The model reloads operand X once per iteration of the loops outside its innermost loop that
-    indexes it, is not hoisted and has more than one trip (``cost.kernel.reload``); so an order acts
+    indexes it, is not hoisted and has more than one trip (``cost.finish.reload``); so an order acts
     on X only through S_X, the innermost run of loops that do not index X (or are hoisted for it),
     and more in S_X never costs more. One order per distinct (S_input, S_weight, S_output) of the
     8! orders covers every order for every tile vector: for tiles whose loops of one trip are T,
