@@ -329,8 +329,12 @@ def input_extent(problem: Problem, axis: int, offset: int, length: int) -> int:
         size = problem.in_h if axis == 0 else problem.in_w
         stride, dil = problem.stride[axis], problem.dilation[axis]
         start = problem.input_window_start(axis, offset)
-        used = {start + p * stride + k * dil for p in range(length) for k in range(int(problem.dims[d_k]))}
-        cache[key] = sum(1 for i in used if 0 <= i < size)
+        window = int(problem.dims[d_k])
+        used = (start + stride * np.arange(length, dtype=np.int64)[:, None]
+                + dil * np.arange(window, dtype=np.int64)[None, :]).ravel()
+        used = used[(used >= 0) & (used < size)]
+        # one window position per output index never repeats (stride >= 1): count without deduplicating
+        cache[key] = int(used.size if window == 1 else np.unique(used).size)
     return cache[key]
 
 

@@ -10,6 +10,8 @@ traffic (bytes, and bytes / bandwidth + bursts x latency) of every mapping of th
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 from tileplan.cost.model import reload_factors_orders
@@ -17,10 +19,13 @@ from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
 
 
+@cache
 def _n_values(length: int) -> np.ndarray:
-    """Smallest tile for each achievable trip count of a ``length``-long slice."""
-    tiles = sorted({-(-length // n) for n in range(1, length + 1)})
-    return np.array(tiles, dtype=np.int64)
+    """Smallest tile for each achievable trip count of a ``length``-long slice (ascending; read-only,
+    cached per length)."""
+    tiles = np.unique(-(-length // np.arange(1, length + 1, dtype=np.int64)))
+    tiles.setflags(write=False)
+    return tiles
 
 
 def min_dram_bytes(problem: Problem, lmin: tuple[int, ...], orders: np.ndarray, group_bytes: np.ndarray) -> float:
