@@ -21,7 +21,6 @@ from tileplan.fusion.cost import GroupModel
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping
 from tileplan.fusion.program import (
     FusedProgram,
-    FusedProgramError,
     FusedResult,
     Instr,
     _Machine,
@@ -29,6 +28,7 @@ from tileplan.fusion.program import (
     _step,
     execute_fused,
     generate_fused,
+    record_occupancy,
 )
 from tileplan.program.reference import reference_output
 from tileplan.workload.layer import OpKind
@@ -111,11 +111,7 @@ class _BlockMachine(_Machine):
             if w_have is not None:
                 used[self.mem_names[prob.memory_of_operand[1]]] += int(w_have.sum()) * prob.precision.weight
         used[self.mem_names[mem[2]]] += int(self.acc_have.sum()) * self.probs[-1].precision.psum
-        for spec in self.p.arch.memories:
-            self.result.peak_bytes[spec.name] = max(self.result.peak_bytes[spec.name], used[spec.name])
-            if used[spec.name] > spec.size_bytes:
-                raise FusedProgramError(f"on-chip memory {spec.name} overflows: {used[spec.name]} bytes needed, "
-                                        f"{spec.size_bytes} available", memory=spec.name)
+        record_occupancy(self.result, self.p.arch, used)
 
     def run(self, ins: Instr) -> None:
         if ins.op == "LOAD_INPUT":

@@ -259,6 +259,28 @@ def _box_cost(shape: tuple[int, ...], box: tuple[Range, ...], elem_bytes: int, b
     return int(addrs.size) * elem_bytes, int(np.sum(-(-(lengths * elem_bytes) // burst)))
 
 
+def count_dram(result: FusedResult, op: int, shape: tuple[int, ...], box: tuple[Range, ...], elem_bytes: int,
+               burst_bytes: int, write: bool) -> None:
+    """Add one DRAM transfer of ``box`` (of a row-major ``shape`` tensor) to ``result``'s counted bytes
+    and bursts of operand ``op`` (writes: the written bytes)."""
+    nbytes, bursts = _box_cost(shape, box, elem_bytes, burst_bytes)
+    if write:
+        result.write_bytes += nbytes
+    else:
+        result.read_bytes[op] += nbytes
+    result.bursts[op] += bursts
+
+
+def record_occupancy(result: FusedResult, arch: Arch, used: dict[str, int]) -> None:
+    """Track each on-chip memory's peak bytes in ``result``; raise :class:`FusedProgramError` naming the
+    memory when ``used`` exceeds its size."""
+    for spec in arch.memories:
+        result.peak_bytes[spec.name] = max(result.peak_bytes[spec.name], used[spec.name])
+        if used[spec.name] > spec.size_bytes:
+            raise FusedProgramError(f"on-chip memory {spec.name} overflows: {used[spec.name]} bytes needed, "
+                                    f"{spec.size_bytes} available", memory=spec.name)
+
+
 _MIN = np.iinfo(np.int64).min
 
 
@@ -298,19 +320,10 @@ class _Machine:
             if w_have is not None:
                 used[self.mem_names[prob.memory_of_operand[1]]] += int(w_have.sum()) * prob.precision.weight
         used[self.mem_names[mem[2]]] += int(self.acc_have.sum()) * self.probs[-1].precision.psum
-        for mem_spec in self.p.arch.memories:
-            self.result.peak_bytes[mem_spec.name] = max(self.result.peak_bytes[mem_spec.name], used[mem_spec.name])
-            if used[mem_spec.name] > mem_spec.size_bytes:
-                raise FusedProgramError(f"on-chip memory {mem_spec.name} overflows: {used[mem_spec.name]} bytes "
-                                        f"needed, {mem_spec.size_bytes} available", memory=mem_spec.name)
+        record_occupancy(self.result, self.p.arch, used)
 
     def dram(self, op: int, shape: tuple[int, ...], box: tuple[Range, ...], elem_bytes: int, write: bool) -> None:
-        nbytes, bursts = _box_cost(shape, box, elem_bytes, self.p.arch.dram.burst_bytes)
-        if write:
-            self.result.write_bytes += nbytes
-        else:
-            self.result.read_bytes[op] += nbytes
-        self.result.bursts[op] += bursts
+        count_dram(self.result, op, shape, box, elem_bytes, self.p.arch.dram.burst_bytes, write)
 
     def run(self, ins: Instr) -> None:
         n0, n1 = ins.n

@@ -33,8 +33,9 @@ from tileplan.fusion.program import (
     FusedProgramError,
     FusedResult,
     Instr,
-    _box_cost,
     _parts,
+    count_dram,
+    record_occupancy,
 )
 from tileplan.fusion.transformer import TransformerKind, TransformerShape, canonical_layers
 from tileplan.fusion.transformer_cost import check_transformer_mapping, evaluate_transformer
@@ -150,19 +151,10 @@ class _Machine:
                     self.probs[m].precision.weight
         used[names[lastp.memory_of_operand[Operand.OUTPUT]]] += int(self.acc_have.sum()) * lastp.precision.psum
         used[names[first.memory_of_operand[Operand.INPUT]]] += 2 * int(self.stat_have.sum()) * lastp.precision.psum
-        for mem in self.p.arch.memories:
-            self.result.peak_bytes[mem.name] = max(self.result.peak_bytes[mem.name], used[mem.name])
-            if used[mem.name] > mem.size_bytes:
-                raise FusedProgramError(f"on-chip memory {mem.name} overflows: {used[mem.name]} bytes needed, "
-                                        f"{mem.size_bytes} available", memory=mem.name)
+        record_occupancy(self.result, self.p.arch, used)
 
     def dram(self, op: int, shape: tuple[int, ...], box: tuple[tuple[int, int], ...], elem: int, write: bool) -> None:
-        nbytes, bursts = _box_cost(shape, box, elem, self.p.arch.dram.burst_bytes)
-        if write:
-            self.result.write_bytes += nbytes
-        else:
-            self.result.read_bytes[op] += nbytes
-        self.result.bursts[op] += bursts
+        count_dram(self.result, op, shape, box, elem, self.p.arch.dram.burst_bytes, write)
 
     def run(self, ins: Instr) -> None:
         m, n, rows = ins.layer, slice(*ins.n), slice(*ins.rows)
