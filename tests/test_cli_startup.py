@@ -39,10 +39,11 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
-def _fresh(args: list[str]) -> tuple[int, set[str], str]:
-    """Run ``tileplan ARGS`` in a new interpreter; its exit code, loaded modules and output."""
+def _fresh(args: list[str], probe: str = _PROBE) -> tuple[int, set[str], str]:
+    """Run ``tileplan ARGS`` in a new interpreter (``probe``: through ``cli.run`` or the console script);
+    its exit code, loaded modules and output."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}
-    done = subprocess.run([sys.executable, "-c", _PROBE.replace("ARGS", repr(args))], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", probe.replace("ARGS", repr(args))], capture_output=True,
                           text=True, cwd=ROOT, env=env, timeout=120)
     last = done.stdout.strip().splitlines()[-1]
     data = json.loads(last)
@@ -69,12 +70,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 
 def _fresh_entry(args: list[str]) -> tuple[int, set[str], str]:
     """Run the console script ``tileplan ARGS`` (``entry.main``) in a new interpreter."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}
-    done = subprocess.run([sys.executable, "-c", _ENTRY_PROBE.replace("ARGS", repr(args))], capture_output=True,
-                          text=True, cwd=ROOT, env=env, timeout=120)
-    last = done.stdout.strip().splitlines()[-1]
-    data = json.loads(last)
-    return int(data["code"] or 0), set(data["modules"]), done.stdout[: -len(last) - 1] + done.stderr
+    return _fresh(args, _ENTRY_PROBE)
 
 
 @pytest.mark.parametrize("args", [["--help"], ["plan", "--help"], ["arch", "list"], ["zoo", "list"]])
