@@ -10,12 +10,13 @@ loads in a few milliseconds with ``import numba`` never run.
 An extension belongs to the module that holds its loops, like numba's cache: it lives in that
 module's ``__pycache__``, named ``<name>-<key>`` where ``key`` hashes every source that decides its
 machine code (:attr:`Extension.sources`: the loops' module, the modules compiled into them, the module
-setting the compile options), this module's :data:`FORMAT`, the numpy and numba versions and the CPU. A changed source gives
-another key, so a stale extension is never found, let alone run. A sidecar file (``.json``) holds the
-full key, the library's sha256 (checked before it is loaded: a truncated or garbled library is removed,
-never loaded) and the argument types each loop was compiled for: numba's ahead-of-time wrappers check
-only element sizes, so each call's arguments are checked here against them, and a call that does not
-match runs on numba's path instead (it compiles that signature) -- never wrong machine code.
+setting the compile options), this module's :data:`FORMAT`, the numpy and numba versions and the CPU.
+A changed source gives another key, so a stale extension is never found, let alone run (a background
+compile builds the new one, as it fills numba's cache). A sidecar file (``.json``) holds the full key,
+the library's sha256 (checked before it is loaded: a truncated or garbled library is removed, never
+loaded) and the argument types each loop was compiled for: numba's ahead-of-time wrappers check only
+element sizes, so each call's arguments are checked here against them, and a call that does not match
+runs on numba's path instead (it compiles that signature) -- never wrong machine code.
 
 Differences from numba's path: the loops run on one thread (``prange`` compiles as ``range``; the
 search still runs layers in parallel processes, ``--jobs``), and the code is compiled for the CPU of
