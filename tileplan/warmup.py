@@ -87,13 +87,20 @@ def warm_up() -> None:
             os.environ["TILEPLAN_KERNEL"] = before
 
 
-def _run_each_loop() -> None:
+def _tiny_batch() -> tuple[Problem, MappingBatch]:
+    """LeNet-5's conv2 on ``nmp`` and two mappings of it: what :func:`warm_up` runs every loop on."""
     a = load_arch("nmp")
     problem = Problem(zoo.get("lenet5")["conv2"].with_precision(Precision.uniform(a.precision_bytes)), a)
     ones = (1,) * 8
     batch = MappingBatch(np.ones((2, 8), dtype=np.int64), np.tile(np.arange(8), (2, 1)),
                          np.zeros((2, 3, 8), dtype=bool), np.ones((2, 8), dtype=np.int64),
                          np.tile(MappingBatch.default_layout_codes(), (2, 1)), ones, ones)
+    return problem, batch
+
+
+def _run_each_loop() -> None:
+    problem, batch = _tiny_batch()
+    ones = (1,) * 8
     K = tables_for(problem, batch)
     compiled.evaluate(K, batch.tiles, batch.hoist, batch.unroll, batch.order, batch.layouts, 1, 1)
     evaluate_orders(problem, batch, class_orders(), "latency", compiled_path=True)

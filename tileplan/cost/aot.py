@@ -151,10 +151,14 @@ class Loop:
         self.compiled = compiled
         self.specs = list(specs)
         self.fallback = fallback
+        self.calls = 0  # calls run by the extension (tests)
+        self.fallen_back = 0  # calls passed on to numba's path
 
     def __call__(self, *args: Any) -> Any:
         if len(args) == len(self.specs) and all(matches(s, a) for s, a in zip(self.specs, args, strict=True)):
+            self.calls += 1
             return self.compiled(*args)
+        self.fallen_back += 1
         other = self.fallback()
         if other is None:  # pragma: no cover - numba missing and a caller passing new types
             raise RuntimeError(f"the compiled {self.name} was called with argument types it was not built for")
