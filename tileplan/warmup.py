@@ -112,13 +112,16 @@ def _run_each_loop() -> None:
 
 
 def compile_in_background() -> bool:
-    """When numba's cache lacks a compiled loop (a fresh install that skipped ``make venv``), compile
-    them all in a low-priority background process while this one runs their numpy twins; True when
-    such a compile is running. The command line calls it before a command that plans."""
+    """When an extension is missing (``cost.aot``: a fresh install that skipped ``make venv``, or a
+    changed source) and was not found impossible to build, or numba's cache lacks a compiled loop,
+    compile them all in a low-priority background process while this one runs numba's cached loops or
+    the numpy twins; True when such a compile is running. The command line calls it before a command
+    that plans."""
     if jit.mode() != "auto" or built():
         return False  # decided without importing numba
+    holds = cached()  # (reading numba's cache removes corrupt files of it)
     build = not all(aot.failed(ext) or aot.load(ext, loaders) is not None for ext, loaders, _ in extensions())
-    if not build and cached():
+    if not build and holds:
         return False
     return jit.compile_in_background(all_loops(), jit.cache_folder(kernel.model_loop), build=build)
 
