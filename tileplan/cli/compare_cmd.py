@@ -9,6 +9,7 @@ import typer
 from tileplan.cli.app import (
     ARCH_HELP,
     KV_HELP,
+    MAX_GROUP_HELP,
     MODEL_HELP,
     NO_PRUNE_HELP,
     OBJECTIVE_HELP,
@@ -50,7 +51,7 @@ def compare(
     fuse: bool = typer.Option(False, "--fuse", help="Compare fused plans (`plan --fuse`); rows are then blocks of "
                               "layers that every strategy covers with whole groups."),
     max_group: int | None = typer.Option(None, "--max-group", min=2,
-                                         help="Most layers in one fused group (with --fuse; default 4)."),
+                                         help=MAX_GROUP_HELP + " Default 4."),
 ) -> None:
     """Plan MODEL with each strategy and print, per layer and in total, latency, DRAM bytes, bursts,
     energy and each strategy's objective relative to the best."""

@@ -9,6 +9,7 @@ import typer
 from tileplan.cli.app import (
     ARCH_HELP,
     KV_HELP,
+    MAX_GROUP_HELP,
     MODEL_HELP,
     PSUM_HELP,
     SEQ_HELP,
@@ -42,7 +43,7 @@ def report(
     fuse: bool = typer.Option(False, "--fuse", help="Also fuse chains of layers (`plan --fuse`) and report the "
                               "groups with their DRAM saving."),
     max_group: int | None = typer.Option(None, "--max-group", min=2,
-                                         help="Most layers in one fused group (with --fuse; default 4)."),
+                                         help=MAX_GROUP_HELP + " Default 4."),
 ) -> None:
     """Plan MODEL and write one self-contained HTML page: summary, machine, a sortable per-layer table,
     the figures, fusion groups, the gap to the lower bounds and warnings (no network access needed)."""
