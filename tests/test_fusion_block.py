@@ -233,7 +233,7 @@ def test_dual_residual_fused_dram_at_most_streams(tmp_path: Path):
     net = api.load_network(str(dual_residual_onnx(tmp_path / "dual.onnx")))
     assert [x.precision.input for x in net.layers] == [2] * 6  # bf16
     arch = api.load_arch(str(EXAMPLES / "tpu_like_stream.yaml"))
-    plan = api.plan_fused(net, arch, objective="dram", jobs=1, max_group=8)
+    plan = api.plan_fused(net, arch, objective="dram", jobs=1)  # the default --max-group: 4 convolutions
     assert plan.base.dram_bytes == 60.5 * 1024
     tensor, weights = 8 * 16 * 16 * 2, 4 * 8 * 8 * 9 * 2
     assert plan.dram_bytes == tensor + weights + tensor == 12.5 * 1024  # Stream: 12.5 KiB
