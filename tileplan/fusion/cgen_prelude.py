@@ -7,10 +7,12 @@ from __future__ import annotations
 
 #: The C every fused program starts with (after its header comment): headers, DRAM counters, memory,
 #: deterministic operands, burst counting from a box's addresses, and the report / output dump.
-PRELUDE = r"""#include <math.h>
+PRELUDE = r"""#include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const long BURST = $burst;
 static long long dram_read[3], dram_written, bursts[3], macs;
@@ -38,22 +40,35 @@ static int64_t value(long seed, long i)
 static long idx4(const long d[4], long a, long b, long c, long e) { return ((a * d[1] + b) * d[2] + c) * d[3] + e; }
 
 /* DRAM bytes and bursts of the box [lo, hi) of a row-major tensor of dims d: one burst count per run
- * of contiguous addresses. */
+ * of contiguous addresses. The trailing axes the box spans whole, and the last one it does not, are
+ * one contiguous piece of span elements per index of the axes before. */
 static void dram_box(int operand, int write, const long d[4], const long lo[4], const long hi[4], long bytes)
 {
     long long elems = 0, runs = 0, run = 0, last = -2;
-    for (long a = lo[0]; a < hi[0]; a++)
-        for (long b = lo[1]; b < hi[1]; b++)
-            for (long c = lo[2]; c < hi[2]; c++)
-                for (long e = lo[3]; e < hi[3]; e++) {
+    long inner = 1, from[4], to[4];
+    int j = 3;
+    for (int t = 0; t < 4; t++)
+        if (hi[t] <= lo[t])
+            return;
+    while (j > 0 && lo[j] == 0 && hi[j] == d[j])
+        inner *= d[j--];
+    long span = (hi[j] - lo[j]) * inner;
+    for (int t = 0; t < 4; t++) {
+        from[t] = t <= j ? lo[t] : 0;
+        to[t] = t < j ? hi[t] : from[t] + 1;
+    }
+    for (long a = from[0]; a < to[0]; a++)
+        for (long b = from[1]; b < to[1]; b++)
+            for (long c = from[2]; c < to[2]; c++)
+                for (long e = from[3]; e < to[3]; e++) {
                     long addr = idx4(d, a, b, c, e);
                     if (addr != last + 1 && run) {
                         runs += (run * bytes + BURST - 1) / BURST;
                         run = 0;
                     }
-                    run++;
-                    elems++;
-                    last = addr;
+                    run += span;
+                    elems += span;
+                    last = addr + span - 1;
                 }
     if (run)
         runs += (run * bytes + BURST - 1) / BURST;
