@@ -199,3 +199,32 @@ def test_c_block_stops_when_data_is_not_on_chip(tmp_path: Path) -> None:
     broken = replace(prog, instructions=tuple(i for i in prog.instructions if i != dropped))
     with pytest.raises(ProgramError, match=r"exit 3\): instruction \d+ reads an element of B"):
         run_group_c(broken, tmp_path)
+
+
+def test_verify_group_c_without_a_compiler_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tileplan.cli import app
+
+    monkeypatch.setenv("PATH", "")
+    result = CliRunner().invoke(app, ["verify", "bert-base", "--seq", "8", "--arch", "eyeriss", "--group",
+                                      "+".join(ATTN), "--backend", "c"])
+    assert result.exit_code != 0 and "`cc` is not on PATH" in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_chain_groups_verify_through_c() -> None:
+    """``verify_group_c`` on chains: a residual add reading its skip from DRAM and a concat (their
+    DRAM side inputs re-made in numpy as the C makes them): counts equal the model, output bit-exact
+    against the layers run one by one in numpy."""
+    from test_fusion_merge import shrink_group
+    from test_fusion_model import fused
+
+    from tileplan.fusion.cverify import verify_group_c
+    from tileplan.fusion.group import Overlap
+
+    arch = api.load_arch("eyeriss")
+    for network, names in (("resnet50", ["res2b_conv3", "res2b_add"]),
+                           ("densenet121", ["block1_layer6_conv2", "block1_concat"])):
+        group = shrink_group(network, names, 7, 16)
+        assert any(group.sides)
+        v = verify_group_c(group, arch, fused(list(group.layers), 3, 2, overlap=Overlap.REUSE))
+        assert v.ok and v.bit_exact and v.traffic_match and v.counted_macs == v.predicted_macs, v
