@@ -65,7 +65,8 @@ def plan(
     csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer."),
     plots_dir: Path | None = typer.Option(None, "--plots", help="Write the plan's figures (roofline, traffic, "
                                           "time, layer graph) as PNG and SVG into this folder."),
-    fuse: bool = typer.Option(False, "--fuse", help="Also fuse chains of layers (intermediate maps stay on chip)."),
+    fuse: bool = typer.Option(False, "--fuse", help="Also fuse groups of layers: chains, residual blocks, "
+                              "attention and MLP blocks (the maps between them stay on chip)."),
     max_group: int | None = typer.Option(None, "--max-group", help=MAX_GROUP_HELP + " Default 4; 2 "
                                          "with --strategy hwff, as HW-Flow-Fusion's Table 5."),
     no_prune: list[str] | None = typer.Option(None, "--no-prune", help=NO_PRUNE_HELP),

@@ -43,7 +43,7 @@ def report(
     skip_unsupported: bool = typer.Option(False, "--skip-unsupported",
                                           help="Pass unsupported ONNX operators through with a warning."),
     jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
-    fuse: bool = typer.Option(False, "--fuse", help="Also fuse chains of layers (`plan --fuse`) and report the "
+    fuse: bool = typer.Option(False, "--fuse", help="Also fuse groups of layers (`plan --fuse`) and report the "
                               "groups with their DRAM saving."),
     max_group: int | None = typer.Option(None, "--max-group", min=2,
                                          help=MAX_GROUP_HELP + " Default 4."),
