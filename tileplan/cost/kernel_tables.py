@@ -186,6 +186,7 @@ def _positions(problem: Problem, length: np.ndarray, codes: tuple[tuple[int, ...
     parts: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
     offset = 1
     ebytes = (prec.input, prec.weight, prec.output)
+    entries: dict[tuple[int, ...], np.ndarray] = problem.__dict__.setdefault("_plain_entries", {})
     for op in OPERANDS:
         sizes = tensor_sizes(problem, op)
         for code in codes[op]:
@@ -193,15 +194,17 @@ def _positions(problem: Problem, length: np.ndarray, codes: tuple[tuple[int, ...
             inner2 = int(prec.psum) if op is Operand.OUTPUT else inner
             for pos, e in reversed(list(enumerate(_LORDER[op, code]))):
                 if _LAYOUT_AXIS[op, code, pos] < 0:
-                    for s, row in enumerate(length):
-                        n = int(row[_SDIM[op, e]])
+                    column = length[:, _SDIM[op, e]]
+                    for n in dict.fromkeys(column.tolist()):  # shapes of one slice length share a block
                         key = (int(op), n, int(n == sizes[e]), inner, inner2)
                         if key not in blocks:
                             blocks[key] = offset
-                            parts.append(_plain_entries(n, sizes[e], inner, inner2 if op is Operand.OUTPUT else None,
-                                                        burst))
+                            if key not in entries:  # the same for every split of the problem
+                                entries[key] = _plain_entries(n, sizes[e], inner,
+                                                              inner2 if op is Operand.OUTPUT else None, burst)
+                            parts.append(entries[key])
                             offset += len(parts[-1])
-                        records[s, op, code, pos, R_OFF] = blocks[key]
+                        records[column == n, op, code, pos, R_OFF] = blocks[key]
                 inner *= sizes[e]
                 inner2 *= sizes[e]
     return records, np.concatenate(parts).astype(np.int64)
@@ -224,19 +227,29 @@ def _plain_entries(n: int, size: int, inner: int, inner2: int | None, burst: int
     return np.stack(fields, axis=1).ravel()
 
 
-def _trips(length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _trip_pairs(n: int) -> np.ndarray:
+    """For tile sizes ``t = 1..n`` of a slice ``n`` long: the trip count ``ceil(n / t)`` and the
+    remainder tile, side by side (flat, 2n entries)."""
+    t = np.arange(1, n + 1, dtype=np.int64)
+    trips = cdiv(n, t)
+    return np.stack([trips, n - (trips - 1) * t], axis=1).ravel()
+
+
+def _trips(length: np.ndarray, cache: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``toff`` and ``trips`` of :class:`KernelTables`: for every shape, dimension and tile size
-    ``t = 1..length`` the trip count ``ceil(length / t)`` and the remainder tile, side by side."""
-    toff = np.zeros(length.shape, dtype=np.int64)
+    ``t = 1..length`` the trip count ``ceil(length / t)`` and the remainder tile, side by side
+    (``cache``: the pairs of each slice length, kept between calls)."""
+    if cache is None:
+        cache = {}
+    flat = length.ravel().tolist()
+    ends = np.cumsum(length.ravel())
+    toff = (ends - length.ravel() - 1).reshape(length.shape).astype(np.int64)
     parts = []
-    offset = 0
-    for s, row in enumerate(length):
-        for d, n in enumerate(row):
-            toff[s, d] = offset - 1
-            t = np.arange(1, int(n) + 1, dtype=np.int64)
-            trips = cdiv(int(n), t)
-            parts.append(np.stack([trips, n - (trips - 1) * t], axis=1).ravel())
-            offset += int(n)
+    for n in flat:
+        pairs = cache.get(n)
+        if pairs is None:
+            pairs = cache[n] = _trip_pairs(n)
+        parts.append(pairs)
     return toff, np.concatenate(parts).astype(np.int64)
 
 
@@ -274,7 +287,7 @@ def kernel_tables(problem: Problem, grid: CoreGrid, codes: tuple[tuple[int, ...]
     assert all(np.prod([float(x) for x in row[list(dims)]]) < 2**53 for row in length for dims, _ in axes)
     # R and S are never split: a tile of them is at most the kernel, which indexes the halo table directly.
     assert (length[:, Dim.R] == problem.dims[Dim.R]).all() and (length[:, Dim.S] == problem.dims[Dim.S]).all()
-    toff, trips = _trips(length)
+    toff, trips = _trips(length, problem.__dict__.setdefault("_trip_pairs", {}))
     srec = np.zeros((n_shapes, SREC), dtype=np.int64)
     srec[:, S_LEN:S_LEN + 8] = length
     srec[:, S_TOFF:S_TOFF + 8] = toff
