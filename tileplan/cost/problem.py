@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import product
+from operator import itemgetter
 
 import numpy as np
 
@@ -46,7 +47,7 @@ class CoreGrid:
     @cached_property
     def max_length(self) -> tuple[int, ...]:
         """Longest slice along every dimension (computed once per grid)."""
-        return tuple(max(c.length[d] for c in self.cores) for d in DIMS)
+        return tuple(map(max, zip(*(c.length for c in self.cores), strict=True)))
 
 
 @dataclass
@@ -346,14 +347,16 @@ def _core_grid(problem: Problem, cluster_split: tuple[int, ...], core_split: tup
     cores: list[CoreSlice] = []
     for cl_id, cl_choice in enumerate(product(*[range(len(parts)) for parts in sub])):
         for parts in product(*[sub[d][cl_choice[d]] for d in DIMS]):
-            cores.append(CoreSlice(cl_id, tuple(p[0] for p in parts), tuple(p[1] for p in parts)))
+            offset, length = zip(*parts)  # (offset, length) along every dimension
+            cores.append(CoreSlice(cl_id, offset, length))
     # Distinct shapes: lengths everywhere, plus input clipping geometry along P and Q.
     keys: dict[tuple[object, ...], int] = {}
     clips: dict[tuple[int, ...], tuple[object, ...]] = {}  # cores share rows/columns: clip each once
     shapes: list[CoreSlice] = []
     shape_of = np.empty(len(cores), dtype=np.int64)
+    p, q = int(Dim.P), int(Dim.Q)
     for i, core in enumerate(cores):
-        where = (core.offset[Dim.P], core.length[Dim.P], core.offset[Dim.Q], core.length[Dim.Q])
+        where = (core.offset[p], core.length[p], core.offset[q], core.length[q])
         clip = clips.get(where)
         if clip is None:
             clip = clips[where] = (_clip_key(problem, 0, core), _clip_key(problem, 1, core))
@@ -370,10 +373,10 @@ def _core_grid(problem: Problem, cluster_split: tuple[int, ...], core_split: tup
             groups.append(tuple((i,) for i in range(len(cores))))
             continue
         rel = [int(d) for d in DIMS if d in RELEVANT[op]]
+        pick = itemgetter(*rel) if len(rel) > 1 else (lambda t, d=rel[0]: (t[d],))
         members: dict[tuple[object, ...], list[int]] = {}
         for i, core in enumerate(cores):
-            offset, length = core.offset, core.length
-            members.setdefault((core.cluster, *[offset[d] for d in rel], *[length[d] for d in rel]), []).append(i)
+            members.setdefault((core.cluster, pick(core.offset), pick(core.length)), []).append(i)
         groups.append(tuple(tuple(m) for m in members.values()))
     return CoreGrid(tuple(cores), tuple(shapes), shape_of, tuple(groups))
 
