@@ -276,7 +276,15 @@ def kernel_tables(problem: Problem, grid: CoreGrid, codes: tuple[tuple[int, ...]
     macs = sum(int(k) * int(np.prod(c.length)) * problem.op_factor for k, c in zip(kcount, grid.shapes, strict=True))
     e_mem = [arch.memories[m].energy_pj_per_byte for m in problem.memory_of_operand]
     length = np.array([c.length for c in grid.shapes], dtype=np.int64)
-    halo = _halo_table(problem, grid, input_codes)
+    # The halo table reads only the shapes' rows and columns: splits that cut P and Q alike share it.
+    halos: dict[tuple[object, ...], np.ndarray] = problem.__dict__.setdefault("_halo_tables", {})
+    hkey = (tuple(input_codes), tuple((c.offset[Dim.P], c.length[Dim.P], c.offset[Dim.Q], c.length[Dim.Q])
+                                      for c in grid.shapes))
+    halo = halos.get(hkey)
+    if halo is None:
+        if len(halos) > 64:
+            halos.clear()
+        halo = halos[hkey] = _halo_table(problem, grid, input_codes)
     slots, out_max, k_max = halo.shape[2:5]
     hslot = np.zeros((24, 2), dtype=np.int64)
     for slot, code in enumerate(input_codes):
