@@ -85,6 +85,8 @@ _REL = np.array([[int(d in RELEVANT[op]) for d in DIMS] for op in OPERANDS], dty
 _LAYOUT_DIM = np.take_along_axis(_SDIM[:, None, :], _LORDER, axis=2)
 _LAYOUT_AXIS = np.where((np.arange(3)[:, None, None] == 0) & (_LORDER >= 3), _LORDER - 3, -1)
 assert all(len(LAYOUT_LETTERS[op]) == 4 for op in OPERANDS)
+# (layout code, position) of every input storage position read from the halo table
+_HALO_CODE, _HALO_POS = np.nonzero(_LAYOUT_AXIS[0] >= 0)
 
 
 class KernelTables(NamedTuple):
@@ -180,8 +182,7 @@ def _positions(problem: Problem, length: np.ndarray, codes: tuple[tuple[int, ...
     records[..., R_DIM] = _LAYOUT_DIM
     records[..., R_AXIS] = _LAYOUT_AXIS
     records[..., R_LEN] = length[:, _LAYOUT_DIM]
-    for code, pos in zip(*np.nonzero(_LAYOUT_AXIS[0] >= 0), strict=True):
-        records[:, 0, code, pos, R_OFF] = hbase[:, _LAYOUT_AXIS[0, code, pos], code]
+    records[:, 0, _HALO_CODE, _HALO_POS, R_OFF] = hbase[:, _LAYOUT_AXIS[0, _HALO_CODE, _HALO_POS], _HALO_CODE]
     blocks: dict[tuple[int, ...], int] = {}
     parts: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
     offset = 1

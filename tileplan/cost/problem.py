@@ -351,7 +351,8 @@ def _core_grid(problem: Problem, cluster_split: tuple[int, ...], core_split: tup
             cores.append(CoreSlice(cl_id, offset, length))
     # Distinct shapes: lengths everywhere, plus input clipping geometry along P and Q.
     keys: dict[tuple[object, ...], int] = {}
-    clips: dict[tuple[int, ...], tuple[object, ...]] = {}  # cores share rows/columns: clip each once
+    # cores (and splits) share rows/columns: clip each once per problem
+    clips: dict[tuple[int, ...], tuple[object, ...]] = problem.__dict__.setdefault("_clips", {})
     shapes: list[CoreSlice] = []
     shape_of = np.empty(len(cores), dtype=np.int64)
     p, q = int(Dim.P), int(Dim.Q)
