@@ -290,19 +290,30 @@ def kernel_tables(problem: Problem, grid: CoreGrid, codes: tuple[tuple[int, ...]
     hslot = np.zeros((24, 2), dtype=np.int64)
     for slot, code in enumerate(input_codes):
         hslot[code] = slot
-    block = out_max * k_max * 4 * N_HALO
-    hbase = ((np.arange(n_shapes)[:, None, None] * 2 + np.arange(2)[None, :, None]) * slots + hslot.T[None]) * block
-    # ``kernel.compute_cycles`` sums a flattened axis's steps as integers: exact as floats below 2**53.
-    assert all(np.prod([float(x) for x in row[list(dims)]]) < 2**53 for row in length for dims, _ in axes)
-    # R and S are never split: a tile of them is at most the kernel, which indexes the halo table directly.
-    assert (length[:, Dim.R] == problem.dims[Dim.R]).all() and (length[:, Dim.S] == problem.dims[Dim.S]).all()
-    toff, trips = _trips(length, problem.__dict__.setdefault("_trip_pairs", {}))
-    srec = np.zeros((n_shapes, SREC), dtype=np.int64)
-    srec[:, S_LEN:S_LEN + 8] = length
-    srec[:, S_TOFF:S_TOFF + 8] = toff
-    records, ptab = _positions(problem, length, codes, hbase)
+    # The shape records, trip counts and storage positions read only the shapes' lengths (and the
+    # layouts): splits whose shapes agree on them share these tables.
+    per_lengths: dict[tuple[object, ...], tuple[np.ndarray, ...]] = problem.__dict__.setdefault("_length_tables", {})
+    lkey = (length.shape, length.tobytes(), codes)
+    hit = per_lengths.get(lkey)
+    if hit is None:
+        block = out_max * k_max * 4 * N_HALO
+        hbase = ((np.arange(n_shapes)[:, None, None] * 2 + np.arange(2)[None, :, None]) * slots
+                 + hslot.T[None]) * block
+        # ``kernel.compute_cycles`` sums a flattened axis's steps as integers: exact as floats below 2**53.
+        assert all(np.prod([float(x) for x in row[list(dims)]]) < 2**53 for row in length for dims, _ in axes)
+        # R and S are never split: a tile of them is at most the kernel, which indexes the halo table directly.
+        assert (length[:, Dim.R] == problem.dims[Dim.R]).all() and (length[:, Dim.S] == problem.dims[Dim.S]).all()
+        toff, trips = _trips(length, problem.__dict__.setdefault("_trip_pairs", {}))
+        srec = np.zeros((n_shapes, SREC), dtype=np.int64)
+        srec[:, S_LEN:S_LEN + 8] = length
+        srec[:, S_TOFF:S_TOFF + 8] = toff
+        records, ptab = _positions(problem, length, codes, hbase)
+        if len(per_lengths) > 64:
+            per_lengths.clear()
+        hit = per_lengths[lkey] = (srec.ravel(), trips, records.ravel(), ptab)
+    srec_flat, trips, records_flat, ptab = hit
     return KernelTables(
-        kcount=kcount, srec=srec.ravel(), trips=trips, prec=records.ravel(), ptab=ptab, halo=halo.ravel(),
+        kcount=kcount, srec=srec_flat, trips=trips, prec=records_flat, ptab=ptab, halo=halo.ravel(),
         hk_max=int(k_max), rel=_REL, relmask=(_REL << np.arange(8)).sum(axis=1).astype(np.int64),
         has=np.array(problem.has_operand, dtype=np.int64),
         ebytes=np.array([prec.input, prec.weight, prec.output], dtype=np.int64),

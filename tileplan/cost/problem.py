@@ -331,11 +331,15 @@ def input_extent(problem: Problem, axis: int, offset: int, length: int) -> int:
         stride, dil = problem.stride[axis], problem.dilation[axis]
         start = problem.input_window_start(axis, offset)
         window = int(problem.dims[d_k])
+        if window == 1:  # rows start + stride * i, i < length, that fall in [0, size): a closed form
+            first = max(0, -(start // stride))
+            last = min(length - 1, (size - 1 - start) // stride)
+            cache[key] = max(0, last - first + 1)
+            return cache[key]
         used = (start + stride * np.arange(length, dtype=np.int64)[:, None]
                 + dil * np.arange(window, dtype=np.int64)[None, :]).ravel()
         used = used[(used >= 0) & (used < size)]
-        # one window position per output index never repeats (stride >= 1): count without deduplicating
-        cache[key] = int(used.size if window == 1 else np.unique(used).size)
+        cache[key] = int(np.unique(used).size)
     return cache[key]
 
 
