@@ -346,8 +346,15 @@ def input_extent(problem: Problem, axis: int, offset: int, length: int) -> int:
 def _core_grid(problem: Problem, cluster_split: tuple[int, ...], core_split: tuple[int, ...]) -> CoreGrid:
     dims = problem.dims
     # Per dimension, per cluster part: the (offset, length) of its core parts.
-    sub = [[[(off + o, ln) for o, ln in balanced_parts(length, core_split[d])]
-            for off, length in balanced_parts(int(dims[d]), cluster_split[d])] for d in DIMS]
+    # (the same for every split with the same factors along d: built once per problem)
+    parts_of: dict[tuple[int, int, int], list[list[tuple[int, int]]]] = problem.__dict__.setdefault("_dim_parts", {})
+    sub = []
+    for d in DIMS:
+        pkey = (int(d), cluster_split[d], core_split[d])
+        if pkey not in parts_of:
+            parts_of[pkey] = [[(off + o, ln) for o, ln in balanced_parts(length, core_split[d])]
+                              for off, length in balanced_parts(int(dims[d]), cluster_split[d])]
+        sub.append(parts_of[pkey])
     cores: list[CoreSlice] = []
     for cl_id, cl_choice in enumerate(product(*[range(len(parts)) for parts in sub])):
         for parts in product(*[sub[d][cl_choice[d]] for d in DIMS]):
