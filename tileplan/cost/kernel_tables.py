@@ -13,6 +13,8 @@ size, stacked per core shape and flattened.
 
 from __future__ import annotations
 
+import math
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -270,11 +272,11 @@ def kernel_tables(problem: Problem, grid: CoreGrid, codes: tuple[tuple[int, ...]
     n_groups = max(len(g) for g in grid.groups)
     gmem = np.zeros((3, n_groups, n_shapes), dtype=np.int64)
     for op in OPERANDS:
-        for g, members in enumerate(grid.groups[op]):
-            for i in members:
-                gmem[op, g, int(grid.shape_of[i])] = 1
+        groups = grid.groups[op]
+        members = np.fromiter(chain.from_iterable(groups), dtype=np.int64)
+        gmem[op, np.repeat(np.arange(len(groups)), [len(m) for m in groups]), grid.shape_of[members]] = 1
     kcount = np.bincount(grid.shape_of, minlength=n_shapes).astype(np.int64)
-    macs = sum(int(k) * int(np.prod(c.length)) * problem.op_factor for k, c in zip(kcount, grid.shapes, strict=True))
+    macs = sum(int(k) * math.prod(c.length) * problem.op_factor for k, c in zip(kcount, grid.shapes, strict=True))
     e_mem = [arch.memories[m].energy_pj_per_byte for m in problem.memory_of_operand]
     length = np.array([c.length for c in grid.shapes], dtype=np.int64)
     # The halo table reads only the shapes' rows and columns: splits that cut P and Q alike share it.
