@@ -358,7 +358,7 @@ def _core_grid(problem: Problem, cluster_split: tuple[int, ...], core_split: tup
     cores: list[CoreSlice] = []
     for cl_id, cl_choice in enumerate(product(*[range(len(parts)) for parts in sub])):
         for parts in product(*[sub[d][cl_choice[d]] for d in DIMS]):
-            offset, length = zip(*parts)  # (offset, length) along every dimension
+            offset, length = zip(*parts, strict=True)  # (offset, length) along every dimension
             cores.append(CoreSlice(cl_id, offset, length))
     # Distinct shapes: lengths everywhere, plus input clipping geometry along P and Q.
     keys: dict[tuple[object, ...], int] = {}
