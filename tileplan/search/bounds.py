@@ -10,6 +10,7 @@ traffic (bytes, and bytes / bandwidth + bursts x latency) of every mapping of th
 
 from __future__ import annotations
 
+import math
 from functools import cache
 
 import numpy as np
@@ -90,17 +91,21 @@ def _frontier_rho(problem: Problem, lmin: tuple[int, ...], orders: np.ndarray) -
     def best_c(first: int) -> np.ndarray:
         """Index into ``chan`` of the largest fitting C tile (-1: none fits) for every choice of the
         other tiles whose outermost is its ``first`` value, over their grid (shaped like it)."""
-        grids = np.meshgrid(np.array([first]), *[np.arange(n) for n in sizes[1:]], indexing="ij")
-        t = np.zeros((grids[0].size, NDIMS), dtype=np.int64)
-        for g, d in zip(grids, others, strict=True):
-            t[:, d] = per_dim[d][g.ravel()]
+        shape = (1, *sizes[1:])
+        count = math.prod(shape)
+        t = np.zeros((count, NDIMS), dtype=np.int64)
+        t[:, others[0]] = per_dim[others[0]][first]
+        inner = count
+        for a in range(1, len(others)):  # the grid in C order: the last dimension varies fastest
+            inner //= sizes[a]
+            t[:, others[a]] = np.tile(np.repeat(per_dim[others[a]], inner), count // (inner * sizes[a]))
         base = need(t)
         t[:, Dim.C] = 1
         slope = need(t) - base
         room = cap[None, :] - base
         with np.errstate(divide="ignore", invalid="ignore"):
             limit = np.where(slope > 0, room // np.where(slope > 0, slope, 1), np.where(room >= 0, chan[-1], -1))
-        return (np.searchsorted(chan, np.minimum.reduce(list(limit.T)), side="right") - 1).reshape(grids[0].shape)
+        return (np.searchsorted(chan, np.minimum.reduce(list(limit.T)), side="right") - 1).reshape(shape)
 
     # Fewer trips never raise a reload factor: only the fitting trip counts none of whose dimensions
     # could take the next larger tile and still fit can be minimal. By linearity again, the next
