@@ -210,7 +210,7 @@ def _positions(problem: Problem, length: np.ndarray, codes: tuple[tuple[int, ...
                         records[column == n, op, code, pos, R_OFF] = blocks[key]
                 inner *= sizes[e]
                 inner2 *= sizes[e]
-    return records, np.concatenate(parts).astype(np.int64)
+    return records, np.concatenate(parts).astype(np.int64, copy=False)
 
 
 def _plain_entries(n: int, size: int, inner: int, inner2: int | None, burst: int) -> np.ndarray:
@@ -253,7 +253,7 @@ def _trips(length: np.ndarray, cache: dict[int, np.ndarray] | None = None) -> tu
         if pairs is None:
             pairs = cache[n] = _trip_pairs(n)
         parts.append(pairs)
-    return toff, np.concatenate(parts).astype(np.int64)
+    return toff, np.concatenate(parts).astype(np.int64, copy=False)
 
 
 def kernel_tables(problem: Problem, grid: CoreGrid, codes: tuple[tuple[int, ...], ...]) -> KernelTables:
