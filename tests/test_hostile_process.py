@@ -138,7 +138,12 @@ def _descendants(root: int) -> set[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129), (signal.SIGKILL, -9)])
+@pytest.mark.parametrize(("sig", "code"), [
+    (signal.SIGTERM, 143),
+    # (each costs a fresh planner and its workers, ~4 CPU-s: SIGTERM is the representative in the default run)
+    pytest.param(signal.SIGHUP, 129, marks=pytest.mark.slow),
+    pytest.param(signal.SIGKILL, -9, marks=pytest.mark.slow),
+])
 def test_a_signal_to_the_planner_alone_leaves_nothing(tmp_path: Path, sig: int, code: int) -> None:
     """Only the parent gets the signal (not its process group): its workers still end within 2 s,
     nothing is written, and no /dev/shm value file of the run is left (after SIGKILL, the next run
@@ -235,8 +240,13 @@ BOMBS = {
 }
 
 
+#: Memory bombs run in a fresh, memory-limited process in the default run (one ONNX model, one /dev/zero
+#: file: ~1 CPU-s each); the rest are ``slow`` there (each bomb's error line is checked in-process below).
+RSS_DEFAULT = ("onnx-pad-1e6", "arch-dev-zero")
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="address-space limit and ru_maxrss are Linux's")
-@pytest.mark.parametrize("name", list(BOMBS))
+@pytest.mark.parametrize("name", [n if n in RSS_DEFAULT else pytest.param(n, marks=pytest.mark.slow) for n in BOMBS])
 def test_memory_bombs_stay_under_1_gb(tmp_path: Path, name: str) -> None:
     from test_hostile import pad_model, resize_model
 
@@ -264,8 +274,25 @@ def test_memory_bombs_stay_under_1_gb(tmp_path: Path, name: str) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == (["m.onnx"] if model else [])
 
 
-#: Peak resident memory (KiB) of each memory-bomb case (printed by the test below, for the record).
+#: Peak resident memory (KiB) of each memory-bomb case (printed by the test above, for the record).
 PEAK_RSS_KIB: dict[str, int] = {}
+
+
+@pytest.mark.parametrize("name", list(BOMBS))
+def test_memory_bombs_are_one_clear_error_in_process(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Every bomb, in this process: exit 2, one error line naming the limit, nothing written (the peak
+    memory of a fresh process is measured above)."""
+    from test_hostile import pad_model, resize_model
+
+    argv, model, expect = BOMBS[name]
+    monkeypatch.chdir(tmp_path)
+    if model == "pad":
+        (tmp_path / "m.onnx").write_bytes(pad_model(10**6))
+    elif model == "resize":
+        (tmp_path / "m.onnx").write_bytes(resize_model(1e9))
+    _one_error(capsys, run(argv), expect)
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["m.onnx"] if model else [])
 
 
 # ----------------------------------------------------------------------------- caches that heal
@@ -371,7 +398,7 @@ sys.exit(run(["plan", "lenet5"]))
 """
 
 
-@pytest.mark.parametrize("damage", ["truncate-nbc", "empty-nbi"])
+@pytest.mark.parametrize("damage", ["truncate-nbc", pytest.param("empty-nbi", marks=pytest.mark.slow)])
 def test_the_planner_survives_its_own_corrupt_kernel_cache(tmp_path: Path, damage: str) -> None:
     """End to end on the real cost kernel: with its cache file damaged, ``plan`` still succeeds (numpy
     twin, same numbers) with one note, where it failed with 'internal error UnpicklingError' before.
