@@ -15,7 +15,9 @@ if "PYTEST_XDIST_WORKER" in os.environ:
 @pytest.fixture(autouse=True)
 def _figures_are_readable(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every figure a test writes (experiments, plan plots, sweeps) is checked for a title that fits,
-    a y label on every numeric axis and no axis that mixes two units (plots.figure_problems)."""
+    a y label on every numeric axis and no axis that mixes two units (plots.figure_problems). The check
+    reads the figure as ``save`` has just laid it out (``drawn=True``: no third render besides PNG and SVG;
+    test_figure_lint shows it finds what a fresh render finds)."""
     if "tileplan.report.plots" not in sys.modules:
         try:
             import tileplan.report.plots  # noqa: F401
@@ -25,9 +27,10 @@ def _figures_are_readable(monkeypatch: pytest.MonkeyPatch) -> None:
     real = plots.save
 
     def checked(fig, folder, name):  # type: ignore[no-untyped-def]
-        problems = plots.figure_problems(fig)
+        written = real(fig, folder, name)
+        problems = plots.figure_problems(fig, drawn=True)
         assert not problems, f"figure {name}: " + "; ".join(problems)
-        return real(fig, folder, name)
+        return written
 
     monkeypatch.setattr(plots, "save", checked)
 

@@ -37,11 +37,13 @@ def test_quick_run_writes_tables_figures_and_explains_every_gap(tmp_path: Path) 
     assert d["general"] <= d["hybrid"] <= min(d["smartshuttle"], d["fused_only"])
 
 
-def test_experiment_ye_rejects_paper_formulas_elsewhere() -> None:
+def test_experiment_ye_rejects_paper_formulas_elsewhere(tmp_path: Path) -> None:
     from tileplan.cli import app
 
-    result = CliRunner().invoke(app, ["experiment", "eplanner", "--quick", "--paper-formulas", "-o", "/tmp/x"])
+    out = tmp_path / "x"
+    result = CliRunner().invoke(app, ["experiment", "eplanner", "--quick", "--paper-formulas", "-o", str(out)])
     assert result.exit_code != 0 and "--paper-formulas is for: ye" in result.output
+    assert not out.exists()
 
 
 def test_reference_cites_every_paper_number() -> None:
