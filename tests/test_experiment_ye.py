@@ -40,7 +40,7 @@ def test_quick_run_writes_tables_figures_and_explains_every_gap(tmp_path: Path) 
 def test_experiment_ye_rejects_paper_formulas_elsewhere(tmp_path: Path) -> None:
     from tileplan.cli import app
 
-    out = tmp_path / "x"
+    out = tmp_path / "out"
     result = CliRunner().invoke(app, ["experiment", "eplanner", "--quick", "--paper-formulas", "-o", str(out)])
     assert result.exit_code != 0 and "--paper-formulas is for: ye" in result.output
     assert not out.exists()

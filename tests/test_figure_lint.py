@@ -38,13 +38,45 @@ def test_a_saved_figure_is_checked_without_drawing_it_again() -> None:
                 plots.grouped_bars(["a", "b"], {"x": [1, 2]}, title="ok", ylabel=""),
                 plots.grouped_bars(["a", "b"], {"x": [1e3, 2e6]}, title="log", ylabel="bytes", log=True),
                 plots.bar_panels(["2", "3"], [("storage (kB)", {"s": [1.0, 2.0]}), ("saving (%)", {"p": [5.0, 6.0]})],
-                                 title="Fig. 12: least storage", xlabel="layers fused")]
+                                 title="Fig. 12: least storage", xlabel="layers fused"), covered()]
+
+    def covered():  # type: ignore[no-untyped-def]
+        from matplotlib.figure import Figure
+
+        fig = Figure()
+        ax = fig.add_subplot()
+        ax.bar([0, 1, 2], [10.0, 10.0, 10.0], label="HW3")
+        ax.set_ylabel("energy (uJ)")
+        ax.set_title("t")
+        ax.legend(loc="upper center")
+        return fig
 
     fresh = [plots.figure_problems(fig) for fig in figures()]
-    assert [bool(p) for p in fresh] == [True, True, True, False, False]
+    assert [bool(p) for p in fresh] == [True, True, True, False, False, True]
     saved = []
     for fig in figures():
         for fmt in ("png", "svg"):  # what plots.save renders (conftest checks what it saves: these fail it)
             assert plots.figure_bytes(fig, fmt)
         saved.append(plots.figure_problems(fig, drawn=True))
     assert saved == fresh
+
+
+def test_a_legend_over_a_bar_is_flagged_and_bar_panels_leave_it_room() -> None:
+    """Fig. 19's energy panel: bars of equal height up to the top, where ``loc="best"`` put the legend."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.bar([0, 1, 2], [10.0, 10.0, 10.0], label="HW3")
+    ax.bar([0.4, 1.4, 2.4], [10.0, 10.0, 10.0], label="HW4")
+    ax.set_ylabel("energy (uJ)")
+    ax.set_title("t")
+    ax.legend(loc="upper center")
+    problems = plots.figure_problems(fig)
+    assert len(problems) == 1 and problems[0].startswith("axes 0: the legend covers "), problems
+    plt.close(fig)
+    for log in (False, True):
+        for series in (2, 3, 5):
+            panels = [("energy (uJ)", {f"HW{j}": [10.0, 10.0, 10.0, 9.9] for j in range(series)}),
+                      ("latency (Mcycles)", {f"HW{j}": [37.2, 20.6, 30.0, 5.0] for j in range(series)})]
+            fig = plots.bar_panels(["vgg", "resnet", "yolo", "mobile"], panels, title="Fig. 19", log=log)
+            assert plots.figure_problems(fig) == [], (log, series)
