@@ -1,5 +1,6 @@
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,36 +13,41 @@ if "PYTEST_XDIST_WORKER" in os.environ:
     os.environ["COLUMNS"] = "200"
 
 
-@pytest.fixture(autouse=True)
-def _figures_are_readable(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(autouse=True, scope="session")
+def _figures_are_readable() -> Iterator[None]:
     """Every figure a test writes (experiments, plan plots, sweeps) is checked for a title that fits,
-    a y label on every numeric axis and no axis that mixes two units (plots.figure_problems)."""
-    if "tileplan.report.plots" not in sys.modules:
-        try:
-            import tileplan.report.plots  # noqa: F401
-        except ImportError:
-            return
-    plots = sys.modules["tileplan.report.plots"]
+    a y label on every numeric axis and no axis that mixes two units (plots.figure_problems). The check
+    reads the figure as ``save`` has just laid it out (``drawn=True``: no third render besides PNG and SVG;
+    test_figure_lint shows it finds what a fresh render finds)."""
+    try:
+        from tileplan.report import plots
+    except ImportError:
+        yield
+        return
     real = plots.save
 
     def checked(fig, folder, name):  # type: ignore[no-untyped-def]
-        problems = plots.figure_problems(fig)
+        written = real(fig, folder, name)
+        problems = plots.figure_problems(fig, drawn=True)
         assert not problems, f"figure {name}: " + "; ".join(problems)
-        return real(fig, folder, name)
+        return written
 
-    monkeypatch.setattr(plots, "save", checked)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plots, "save", checked)
+        yield
 
 
-@pytest.fixture(autouse=True)
-def _experiment_captions_name_paper_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(autouse=True, scope="session")
+def _experiment_captions_name_paper_figures() -> Iterator[None]:
     """Every experiment result a test writes (the --quick CLI runs) has captions naming the paper figure
-    or table each figure reproduces, or marked ours only (``ExperimentResult.caption_problems``)."""
-    common = sys.modules.get("tileplan.experiments.common")
-    if common is None:
-        try:
-            import tileplan.experiments.common as common
-        except ImportError:
-            return
+    or table each figure reproduces, or marked ours only (``ExperimentResult.caption_problems``).
+    Both checks are installed once per session, so a module's shared run (``quick_run`` fixtures) is
+    checked too."""
+    try:
+        from tileplan.experiments import common
+    except ImportError:
+        yield
+        return
     real = common.write_result
 
     def checked(result, out_dir):  # type: ignore[no-untyped-def]
@@ -49,4 +55,6 @@ def _experiment_captions_name_paper_figures(monkeypatch: pytest.MonkeyPatch) -> 
         assert not problems, "; ".join(problems)
         return real(result, out_dir)
 
-    monkeypatch.setattr(common, "write_result", checked)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(common, "write_result", checked)
+        yield

@@ -43,6 +43,7 @@ def test_experiment_ye_rejects_paper_formulas_elsewhere(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["experiment", "eplanner", "--quick", "--paper-formulas", "-o", str(out)])
     assert result.exit_code != 0 and "--paper-formulas is for: ye" in result.output
+    assert not out.exists()
 
 
 def test_reference_cites_every_paper_number() -> None:

@@ -28,6 +28,39 @@ def test_long_titles_are_wrapped_to_fit() -> None:
     assert "\n" in fig.axes[0].get_title() and plots.figure_problems(fig) == []
 
 
+def test_a_saved_figure_is_checked_without_drawing_it_again() -> None:
+    """``drawn=True`` (conftest's check of every figure a test saves) reads the layout ``save`` left: it
+    finds exactly what a fresh render finds, on bad figures and on good ones."""
+    def figures():  # type: ignore[no-untyped-def]
+        long = plots.grouped_bars(["a", "b"], {"x": [1, 2]}, title="short", ylabel="DRAM (kB)")
+        long.axes[0].set_title("t" * 200)
+        return [plots.grouped_bars(["a", "b"], {"x": [1, 2]}, title="t", ylabel="kB / %"), long,
+                plots.grouped_bars(["a", "b"], {"x": [1, 2]}, title="ok", ylabel=""),
+                plots.grouped_bars(["a", "b"], {"x": [1e3, 2e6]}, title="log", ylabel="bytes", log=True),
+                plots.bar_panels(["2", "3"], [("storage (kB)", {"s": [1.0, 2.0]}), ("saving (%)", {"p": [5.0, 6.0]})],
+                                 title="Fig. 12: least storage", xlabel="layers fused"), covered()]
+
+    def covered():  # type: ignore[no-untyped-def]
+        from matplotlib.figure import Figure
+
+        fig = Figure()
+        ax = fig.add_subplot()
+        ax.bar([0, 1, 2], [10.0, 10.0, 10.0], label="HW3")
+        ax.set_ylabel("energy (uJ)")
+        ax.set_title("t")
+        ax.legend(loc="upper center")
+        return fig
+
+    fresh = [plots.figure_problems(fig) for fig in figures()]
+    assert [bool(p) for p in fresh] == [True, True, True, False, False, True]
+    saved = []
+    for fig in figures():
+        for fmt in ("png", "svg"):  # what plots.save renders (conftest checks what it saves: these fail it)
+            assert plots.figure_bytes(fig, fmt)
+        saved.append(plots.figure_problems(fig, drawn=True))
+    assert saved == fresh
+
+
 def test_a_legend_over_a_bar_is_flagged_and_bar_panels_leave_it_room() -> None:
     """Fig. 19's energy panel: bars of equal height up to the top, where ``loc="best"`` put the legend."""
     import matplotlib.pyplot as plt

@@ -70,7 +70,7 @@ def _interrupt(tmp_path: Path, signals: int, jobs: int) -> tuple[subprocess.Comp
 
 @pytest.mark.skipif(not TILEPLAN.exists() or not Path("/proc/self/stat").exists(), reason="needs the console "
                     "script and /proc")
-@pytest.mark.parametrize(("signals", "jobs"), [(1, 2), (2, 2), (1, 1)])
+@pytest.mark.parametrize(("signals", "jobs"), [(1, 2), pytest.param(2, 2, marks=pytest.mark.slow), (1, 1)])
 def test_ctrl_c_stops_the_search_at_once(tmp_path: Path, signals: int, jobs: int) -> None:
     result, elapsed, left = _interrupt(tmp_path, signals, jobs)
     assert result.returncode == 130, result

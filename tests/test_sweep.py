@@ -105,7 +105,7 @@ def _rows(path: Path) -> int:
 
 
 @pytest.mark.skipif(not TILEPLAN.exists(), reason="needs the tileplan console script")
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+@pytest.mark.parametrize("sig", [signal.SIGINT, pytest.param(signal.SIGKILL, marks=pytest.mark.slow)])
 def test_interrupted_sweep_resumes_to_the_same_file(tmp_path: Path, reference: bytes, sig: int) -> None:
     out = tmp_path / "r.csv"
     proc = subprocess.Popen([str(TILEPLAN), "sweep", *ARGS, "-j", "2", "-o", str(out), "--no-plot"],
@@ -143,12 +143,26 @@ def test_cli_writes_the_plot(tmp_path: Path, reference: bytes) -> None:
     assert "9 points (0 planned, 9 already in the file)" in again.output  # nothing is planned twice
 
 
+def _small() -> Sweep:
+    return Sweep(api.load_arch("eyeriss"), ("lenet5",), ("exhaustive", "random"), ("latency",),
+                 tuple(parse_axes(["dram.bandwidth_bytes_per_s=1e9,4e9"])), budget=200)
+
+
+def test_one_and_two_local_workers_agree(tmp_path: Path) -> None:
+    """The default run's twin of the Ray check below: the same sweep over two worker processes and in
+    this process gives the same file (rows in point order, seeded random search)."""
+    one, two = tmp_path / "one.csv", tmp_path / "two.csv"
+    run_sweep(_small(), one, backend="local", jobs=1)
+    run_sweep(_small(), two, backend="local", jobs=2)
+    assert two.read_bytes() == one.read_bytes()
+    assert _rows(one) == 4
+
+
+@pytest.mark.slow  # starting a local Ray instance alone takes over 10 s (about 13 of the test's 14.5 s)
 def test_local_and_ray_backends_agree(tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'tileplan[ray]')")
-    small = Sweep(api.load_arch("eyeriss"), ("lenet5",), ("exhaustive", "random"), ("latency",),
-                  tuple(parse_axes(["dram.bandwidth_bytes_per_s=1e9,4e9"])), budget=200)
     local, ray_csv = tmp_path / "local.csv", tmp_path / "ray.csv"
-    run_sweep(small, local, backend="local", jobs=2)
-    run_sweep(small, ray_csv, backend="ray", jobs=2)
+    run_sweep(_small(), local, backend="local", jobs=2)
+    run_sweep(_small(), ray_csv, backend="ray", jobs=2)
     assert ray_csv.read_bytes() == local.read_bytes()
     assert _rows(local) == 4

@@ -95,6 +95,12 @@ def test_zigzag_examples() -> None:
         load_hardware(examples / "hardware" / "tpu_like.yaml")
 
 
+@pytest.fixture(scope="module")
+def emitted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``plan ... --emit-zigzag`` run once for the module's tests of the emitted files."""
+    return _plan(tmp_path_factory.mktemp("zigzag_emit"))
+
+
 def _plan(tmp_path: Path) -> Path:
     from tileplan.cli import run
 
@@ -105,10 +111,9 @@ def _plan(tmp_path: Path) -> Path:
     return out
 
 
-def test_emitted_mapping_covers_the_layer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_emitted_mapping_covers_the_layer(emitted: Path) -> None:
     """Spatial x temporal factors of every dimension multiply to the layer's size (tileplan only)."""
-    out = _plan(tmp_path)
-    capsys.readouterr()
+    out = emitted
     entry = yaml.safe_load((out / "mapping.yaml").read_text())[1]
     layer = load_workload(out / "workload.yaml").layers[0]
     total = dict.fromkeys(("B", "K", "C", "OY", "OX", "FY", "FX"), 1)
@@ -123,7 +128,7 @@ def test_emitted_mapping_covers_the_layer(tmp_path: Path, capsys: pytest.Capture
     assert sum(1 for _ in entry["spatial_mapping"]) <= 2
 
 
-def test_emitted_files_load_in_zigzag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_emitted_files_load_in_zigzag(emitted: Path) -> None:
     _examples()
     from zigzag.parser.accelerator_factory import AcceleratorFactory
     from zigzag.parser.accelerator_validator import AcceleratorValidator
@@ -131,8 +136,7 @@ def test_emitted_files_load_in_zigzag(tmp_path: Path, capsys: pytest.CaptureFixt
     from zigzag.parser.workload_factory import WorkloadFactory
     from zigzag.parser.workload_validator import WorkloadValidator
 
-    out = _plan(tmp_path)
-    capsys.readouterr()
+    out = emitted
     mv = MappingValidator(yaml.safe_load((out / "mapping.yaml").read_text()))
     assert mv.validate()
     wv = WorkloadValidator(yaml.safe_load((out / "workload.yaml").read_text()))

@@ -312,17 +312,20 @@ def figure_titles(fig: Figure) -> list[str]:
     return titles + [ax.get_title() for ax in fig.axes if ax.get_title()]
 
 
-def figure_problems(fig: Figure) -> list[str]:
+def figure_problems(fig: Figure, *, drawn: bool = False) -> list[str]:
     """What makes ``fig`` hard to read, as sentences (empty: none): an axes without a y label, a
     y label that joins two units ("kB / %", "uJ / Mcycles": draw two panels, :func:`bar_panels`),
     no title, a title that does not fit in the figure, or a legend inside an axes that covers one of
-    its bars. Renders the figure once (Agg)."""
+    its bars. Renders the figure once (Agg), unless ``drawn``: it has just been rendered (:func:`save`),
+    which laid out its titles, tick labels and legends, so they are read as they are (a render costs
+    0.1-0.5 CPU-s, most of it layout and text)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     problems: list[str] = []
     canvas = FigureCanvasAgg(fig)
-    with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
-        canvas.draw()
+    if not drawn:
+        with matplotlib.rc_context(_RC):  # type: ignore[arg-type]
+            canvas.draw()
     renderer = canvas.get_renderer()
     width = fig.bbox.width
     sup = getattr(fig, "_suptitle", None)  # matplotlib keeps the suptitle here (no public getter before 3.10)
