@@ -23,6 +23,7 @@ from tileplan.cli.app import FUSION_STRATEGY_NAMES, LEVEL_STRATEGY_NAMES, OBJECT
 from tileplan.fusion.ye import FUSED_FAMILIES
 from tileplan.presets import preset_description, preset_names
 from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
+from tileplan.workload import zoo
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("numba", "matplotlib", "onnx", "ray", "tileplan.api", "tileplan.cost.kernel", "tileplan.cost.model",
@@ -92,7 +93,7 @@ def test_console_script_lists_without_the_app(args: list[str]) -> None:
     app_code, _, app_output = _fresh(args)
     assert app_code == 0 and output == app_output
     starts = [line.split()[0] for line in output.splitlines()]  # (a long description wraps at 120 columns)
-    expected = preset_names() if args[0] == "arch" else api.zoo.names() + api.zoo.transformer_names()
+    expected = preset_names() if args[0] == "arch" else zoo.names() + zoo.transformer_names()
     assert [s for s in starts if s in expected] == expected
 
 
