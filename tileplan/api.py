@@ -32,7 +32,13 @@ from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
 from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
 from tileplan.search import run as run_strategy
-from tileplan.search.exhaustive import SplitSearch, merge_split_searches, search_splits, with_register_files
+from tileplan.search.exhaustive import (
+    SplitSearch,
+    inherit_tables,
+    merge_split_searches,
+    search_splits,
+    with_register_files,
+)
 from tileplan.search.objective import DramModel, Objective
 from tileplan.search.result import SearchResult
 from tileplan.search.rf_level import pe_problems as rf_problems
@@ -388,6 +394,8 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
     try:
         parts = [_parts(layer, a, strategy, workers, dram_model, len(todo)) for layer in todo]
         cost = [_estimate(layer, strategy) if workers > 1 else 0.0 for layer in todo]
+        if strategy == "exhaustive" and workers > 1:
+            inherit_tables()  # before the workers are forked
         with shared_values(len(todo) if max(parts, default=1) > 1 else 0) as path:
             # Big layers first, each as ``parts`` items: their parts then run side by side; then the
             # costliest first, so that no big layer is left to run alone at the end.
