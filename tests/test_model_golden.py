@@ -11,11 +11,13 @@ from tileplan.cost import compiled
 from tileplan.cost.model import evaluate
 
 
-@pytest.mark.parametrize("kernel_mode", ["numpy", "numba"])
+@pytest.mark.parametrize("kernel_mode", ["numpy", "numba", "extension"])
 def test_costs_equal_stored_golden_costs(kernel_mode, monkeypatch):
-    monkeypatch.setenv("TILEPLAN_KERNEL", kernel_mode)
+    monkeypatch.setenv("TILEPLAN_KERNEL", "auto" if kernel_mode == "extension" else kernel_mode)
     if kernel_mode == "numba" and compiled.loop() is None:
         pytest.skip("numba not installed")
+    if kernel_mode == "extension" and compiled.built() is None:
+        pytest.skip("the kernel's extension is not built (python -m tileplan.warmup builds it)")
     golden = np.load(GOLDEN)
     for i, (problem, batch) in enumerate(batches()):
         costs = evaluate(problem, batch)

@@ -80,6 +80,9 @@ NO_PRUNE_HELP = ("marvel*: switch a pruning option off (repeatable): divisors | 
 OBJECTIVE_HELP = "What the search minimises: " + " | ".join(OBJECTIVE_NAMES) + "."
 SET_HELP = ("Change one field of the machine, PATH=VALUE (repeatable): dram.bandwidth_bytes_per_s=8e9, "
             "memories.input.size_bytes=16KiB, pe_array.axes.rows.size=8.")
+MAX_GROUP_HELP = ("With --fuse: most layers with a compute window (convolutions, pools) in one fused group; "
+                  "the adds and concats joining them are not counted (a residual basic block is 2 long, 3 with "
+                  "its 1x1 shortcut).")
 PSUM_HELP = ("Bytes per partial sum (1 to 8): the accumulator width that partial sums spilled to DRAM move "
              "and take on chip (default: the machine's psum_bytes, else its data width precision_bytes).")
 

@@ -11,6 +11,7 @@ from tileplan.cli.app import (
     BUDGET_HELP,
     DEFAULT_BUDGET,
     KV_HELP,
+    MAX_GROUP_HELP,
     MODEL_HELP,
     NO_PRUNE_HELP,
     OBJECTIVE_HELP,
@@ -53,7 +54,7 @@ def compare(
     fuse: bool = typer.Option(False, "--fuse", help="Compare fused plans (`plan --fuse`); rows are then blocks of "
                               "layers that every strategy covers with whole groups."),
     max_group: int | None = typer.Option(None, "--max-group", min=2,
-                                         help="Most layers in one fused group (with --fuse; default 4)."),
+                                         help=MAX_GROUP_HELP + " Default 4."),
 ) -> None:
     """Plan MODEL with each strategy and print, per layer and in total, latency, DRAM bytes, bursts,
     energy and each strategy's objective relative to the best."""

@@ -13,6 +13,7 @@ from tileplan.cli.app import (
     BUDGET_HELP,
     DEFAULT_BUDGET,
     KV_HELP,
+    MAX_GROUP_HELP,
     MODEL_HELP,
     NO_PRUNE_HELP,
     OBJECTIVE_HELP,
@@ -64,9 +65,10 @@ def plan(
     csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer."),
     plots_dir: Path | None = typer.Option(None, "--plots", help="Write the plan's figures (roofline, traffic, "
                                           "time, layer graph) as PNG and SVG into this folder."),
-    fuse: bool = typer.Option(False, "--fuse", help="Also fuse chains of layers (intermediate maps stay on chip)."),
-    max_group: int | None = typer.Option(None, "--max-group", help="Most layers in one fused group (with --fuse; "
-                                         "default 4, 2 with --strategy hwff as HW-Flow-Fusion's Table 5)."),
+    fuse: bool = typer.Option(False, "--fuse", help="Also fuse groups of layers: chains, residual blocks, "
+                              "attention and MLP blocks (the maps between them stay on chip)."),
+    max_group: int | None = typer.Option(None, "--max-group", help=MAX_GROUP_HELP + " Default 4; 2 "
+                                         "with --strategy hwff, as HW-Flow-Fusion's Table 5."),
     no_prune: list[str] | None = typer.Option(None, "--no-prune", help=NO_PRUNE_HELP),
     max_parallel: int | None = typer.Option(None, "--max-parallel",
                                             help="marvel*: most dimensions that fan out over the PEs (default 3)."),
