@@ -436,7 +436,8 @@ def test_the_planner_survives_its_own_corrupt_kernel_extension(tmp_path: Path, d
                           env={**ENV, "PYTHONPATH": str(copy.parent), "TILEPLAN_KERNEL": "auto"}, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "latency 32,790 cycles" in done.stdout
-    assert f"({so.name}: ValueError: the library is not the one built (sha256 differs))" in done.stderr, done.stderr
+    assert (f"note: removed a corrupt compiled-loop extension (cost.aot) ({so.name}: ValueError: the library is "
+            f"not the one built (sha256 differs))") in done.stderr, done.stderr
     assert "internal error" not in done.stderr and "Traceback" not in done.stderr
     assert not damaged.exists() and not (copy / side.relative_to(package)).exists()
     assert so.exists() and side.exists()  # the real one was never touched

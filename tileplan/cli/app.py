@@ -139,7 +139,8 @@ def _compile_note() -> None:
 
     started = compile_in_background()
     for index, problem in jit.HEALED:
-        err.print(f"note: removed a corrupt numba cache file ({os.path.basename(index)}: {problem}); it is rebuilt "
+        kind = "numba cache file" if index.endswith((".nbi", ".nbc")) else "compiled-loop extension (cost.aot)"
+        err.print(f"note: removed a corrupt {kind} ({os.path.basename(index)}: {problem}); it is rebuilt "
                   f"in the background", highlight=False, markup=False)
     if started:
         err.print("note: compiling tileplan's cost kernel in the background (once per install, about 2 minutes; "

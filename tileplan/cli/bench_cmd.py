@@ -13,7 +13,7 @@ from tileplan.errors import TileplanError
 
 @app.command()
 def bench(
-    networks: str = typer.Option("resnet50,vgg16,mobilenetv2", help="Comma-separated zoo networks."),
+    networks: str = typer.Option("resnet50,vgg16,mobilenetv2,llama3-8b-block", help="Comma-separated zoo networks."),
     archs: str = typer.Option("nmp,eyeriss", "--archs", help="Comma-separated presets."),
     strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=STRATEGY_HELP),
     objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),

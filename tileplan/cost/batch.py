@@ -10,6 +10,10 @@ import numpy as np
 from tileplan.dims import DIMS, NDIMS, OPERANDS
 from tileplan.mapping import DEFAULT_LAYOUTS, Mapping, layout_options
 
+#: Index of every operand's default layout among its ``layout_options`` (computed once).
+_DEFAULT_CODES: tuple[int, int, int] = tuple(  # type: ignore[assignment]
+    layout_options(op).index(DEFAULT_LAYOUTS[op]) for op in OPERANDS)
+
 
 @dataclass
 class MappingBatch:
@@ -59,7 +63,7 @@ class MappingBatch:
 
     @staticmethod
     def default_layout_codes() -> tuple[int, int, int]:
-        return tuple(layout_options(op).index(DEFAULT_LAYOUTS[op]) for op in OPERANDS)  # type: ignore[return-value]
+        return _DEFAULT_CODES
 
     def take(self, index: np.ndarray) -> MappingBatch:
         return MappingBatch(self.tiles[index], self.order[index], self.hoist[index], self.unroll[index],

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from tileplan.arch.spec import Arch
 from tileplan.dims import Dim, Operand
 from tileplan.workload.layer import Layer, OpKind
@@ -17,8 +19,11 @@ def touched_input_elements(layer: Layer) -> int:
         size = layer.h if axis == 0 else layer.w
         pad = layer.pad[0] if axis == 0 else layer.pad[2]
         stride, dil = layer.stride[axis], layer.dilation[axis]
-        used = {p * stride + k * dil - pad for p in range(layer.dims[dp]) for k in range(layer.dims[dk])}
-        counts.append(sum(1 for i in used if 0 <= i < size))
+        used = (stride * np.arange(layer.dims[dp], dtype=np.int64)[:, None]
+                + dil * np.arange(layer.dims[dk], dtype=np.int64)[None, :] - pad).ravel()
+        used = used[(used >= 0) & (used < size)]
+        # one window position per output index never repeats (stride >= 1): count without deduplicating
+        counts.append(int(used.size if layer.dims[dk] == 1 else np.unique(used).size))
     return layer.n * layer.c_in * counts[0] * counts[1] * layer.input_count
 
 

@@ -13,6 +13,8 @@ size, stacked per core shape and flattened.
 
 from __future__ import annotations
 
+import math
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -85,6 +87,8 @@ _REL = np.array([[int(d in RELEVANT[op]) for d in DIMS] for op in OPERANDS], dty
 _LAYOUT_DIM = np.take_along_axis(_SDIM[:, None, :], _LORDER, axis=2)
 _LAYOUT_AXIS = np.where((np.arange(3)[:, None, None] == 0) & (_LORDER >= 3), _LORDER - 3, -1)
 assert all(len(LAYOUT_LETTERS[op]) == 4 for op in OPERANDS)
+# (layout code, position) of every input storage position read from the halo table
+_HALO_CODE, _HALO_POS = np.nonzero(_LAYOUT_AXIS[0] >= 0)
 
 
 class KernelTables(NamedTuple):
@@ -180,12 +184,12 @@ def _positions(problem: Problem, length: np.ndarray, codes: tuple[tuple[int, ...
     records[..., R_DIM] = _LAYOUT_DIM
     records[..., R_AXIS] = _LAYOUT_AXIS
     records[..., R_LEN] = length[:, _LAYOUT_DIM]
-    for code, pos in zip(*np.nonzero(_LAYOUT_AXIS[0] >= 0), strict=True):
-        records[:, 0, code, pos, R_OFF] = hbase[:, _LAYOUT_AXIS[0, code, pos], code]
+    records[:, 0, _HALO_CODE, _HALO_POS, R_OFF] = hbase[:, _LAYOUT_AXIS[0, _HALO_CODE, _HALO_POS], _HALO_CODE]
     blocks: dict[tuple[int, ...], int] = {}
     parts: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
     offset = 1
     ebytes = (prec.input, prec.weight, prec.output)
+    entries: dict[tuple[int, ...], np.ndarray] = problem.__dict__.setdefault("_plain_entries", {})
     for op in OPERANDS:
         sizes = tensor_sizes(problem, op)
         for code in codes[op]:
@@ -193,18 +197,20 @@ def _positions(problem: Problem, length: np.ndarray, codes: tuple[tuple[int, ...
             inner2 = int(prec.psum) if op is Operand.OUTPUT else inner
             for pos, e in reversed(list(enumerate(_LORDER[op, code]))):
                 if _LAYOUT_AXIS[op, code, pos] < 0:
-                    for s, row in enumerate(length):
-                        n = int(row[_SDIM[op, e]])
+                    column = length[:, _SDIM[op, e]]
+                    for n in dict.fromkeys(column.tolist()):  # shapes of one slice length share a block
                         key = (int(op), n, int(n == sizes[e]), inner, inner2)
                         if key not in blocks:
                             blocks[key] = offset
-                            parts.append(_plain_entries(n, sizes[e], inner, inner2 if op is Operand.OUTPUT else None,
-                                                        burst))
+                            if key not in entries:  # the same for every split of the problem
+                                entries[key] = _plain_entries(n, sizes[e], inner,
+                                                              inner2 if op is Operand.OUTPUT else None, burst)
+                            parts.append(entries[key])
                             offset += len(parts[-1])
-                        records[s, op, code, pos, R_OFF] = blocks[key]
+                        records[column == n, op, code, pos, R_OFF] = blocks[key]
                 inner *= sizes[e]
                 inner2 *= sizes[e]
-    return records, np.concatenate(parts).astype(np.int64)
+    return records, np.concatenate(parts).astype(np.int64, copy=False)
 
 
 def _plain_entries(n: int, size: int, inner: int, inner2: int | None, burst: int) -> np.ndarray:
@@ -224,20 +230,30 @@ def _plain_entries(n: int, size: int, inner: int, inner2: int | None, burst: int
     return np.stack(fields, axis=1).ravel()
 
 
-def _trips(length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _trip_pairs(n: int) -> np.ndarray:
+    """For tile sizes ``t = 1..n`` of a slice ``n`` long: the trip count ``ceil(n / t)`` and the
+    remainder tile, side by side (flat, 2n entries)."""
+    t = np.arange(1, n + 1, dtype=np.int64)
+    trips = cdiv(n, t)
+    return np.stack([trips, n - (trips - 1) * t], axis=1).ravel()
+
+
+def _trips(length: np.ndarray, cache: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``toff`` and ``trips`` of :class:`KernelTables`: for every shape, dimension and tile size
-    ``t = 1..length`` the trip count ``ceil(length / t)`` and the remainder tile, side by side."""
-    toff = np.zeros(length.shape, dtype=np.int64)
+    ``t = 1..length`` the trip count ``ceil(length / t)`` and the remainder tile, side by side
+    (``cache``: the pairs of each slice length, kept between calls)."""
+    if cache is None:
+        cache = {}
+    flat = length.ravel().tolist()
+    ends = np.cumsum(length.ravel())
+    toff = (ends - length.ravel() - 1).reshape(length.shape).astype(np.int64)
     parts = []
-    offset = 0
-    for s, row in enumerate(length):
-        for d, n in enumerate(row):
-            toff[s, d] = offset - 1
-            t = np.arange(1, int(n) + 1, dtype=np.int64)
-            trips = cdiv(int(n), t)
-            parts.append(np.stack([trips, n - (trips - 1) * t], axis=1).ravel())
-            offset += int(n)
-    return toff, np.concatenate(parts).astype(np.int64)
+    for n in flat:
+        pairs = cache.get(n)
+        if pairs is None:
+            pairs = cache[n] = _trip_pairs(n)
+        parts.append(pairs)
+    return toff, np.concatenate(parts).astype(np.int64, copy=False)
 
 
 def kernel_tables(problem: Problem, grid: CoreGrid, codes: tuple[tuple[int, ...], ...]) -> KernelTables:
@@ -256,31 +272,50 @@ def kernel_tables(problem: Problem, grid: CoreGrid, codes: tuple[tuple[int, ...]
     n_groups = max(len(g) for g in grid.groups)
     gmem = np.zeros((3, n_groups, n_shapes), dtype=np.int64)
     for op in OPERANDS:
-        for g, members in enumerate(grid.groups[op]):
-            for i in members:
-                gmem[op, g, int(grid.shape_of[i])] = 1
+        groups = grid.groups[op]
+        members = np.fromiter(chain.from_iterable(groups), dtype=np.int64)
+        gmem[op, np.repeat(np.arange(len(groups)), [len(m) for m in groups]), grid.shape_of[members]] = 1
     kcount = np.bincount(grid.shape_of, minlength=n_shapes).astype(np.int64)
-    macs = sum(int(k) * int(np.prod(c.length)) * problem.op_factor for k, c in zip(kcount, grid.shapes, strict=True))
+    macs = sum(int(k) * math.prod(c.length) * problem.op_factor for k, c in zip(kcount, grid.shapes, strict=True))
     e_mem = [arch.memories[m].energy_pj_per_byte for m in problem.memory_of_operand]
     length = np.array([c.length for c in grid.shapes], dtype=np.int64)
-    halo = _halo_table(problem, grid, input_codes)
+    # The halo table reads only the shapes' rows and columns: splits that cut P and Q alike share it.
+    halos: dict[tuple[object, ...], np.ndarray] = problem.__dict__.setdefault("_halo_tables", {})
+    hkey = (tuple(input_codes), tuple((c.offset[Dim.P], c.length[Dim.P], c.offset[Dim.Q], c.length[Dim.Q])
+                                      for c in grid.shapes))
+    halo = halos.get(hkey)
+    if halo is None:
+        if len(halos) > 64:
+            halos.clear()
+        halo = halos[hkey] = _halo_table(problem, grid, input_codes)
     slots, out_max, k_max = halo.shape[2:5]
     hslot = np.zeros((24, 2), dtype=np.int64)
     for slot, code in enumerate(input_codes):
         hslot[code] = slot
-    block = out_max * k_max * 4 * N_HALO
-    hbase = ((np.arange(n_shapes)[:, None, None] * 2 + np.arange(2)[None, :, None]) * slots + hslot.T[None]) * block
-    # ``kernel.compute_cycles`` sums a flattened axis's steps as integers: exact as floats below 2**53.
-    assert all(np.prod([float(x) for x in row[list(dims)]]) < 2**53 for row in length for dims, _ in axes)
-    # R and S are never split: a tile of them is at most the kernel, which indexes the halo table directly.
-    assert (length[:, Dim.R] == problem.dims[Dim.R]).all() and (length[:, Dim.S] == problem.dims[Dim.S]).all()
-    toff, trips = _trips(length)
-    srec = np.zeros((n_shapes, SREC), dtype=np.int64)
-    srec[:, S_LEN:S_LEN + 8] = length
-    srec[:, S_TOFF:S_TOFF + 8] = toff
-    records, ptab = _positions(problem, length, codes, hbase)
+    # The shape records, trip counts and storage positions read only the shapes' lengths (and the
+    # layouts): splits whose shapes agree on them share these tables.
+    per_lengths: dict[tuple[object, ...], tuple[np.ndarray, ...]] = problem.__dict__.setdefault("_length_tables", {})
+    lkey = (length.shape, length.tobytes(), codes)
+    hit = per_lengths.get(lkey)
+    if hit is None:
+        block = out_max * k_max * 4 * N_HALO
+        hbase = ((np.arange(n_shapes)[:, None, None] * 2 + np.arange(2)[None, :, None]) * slots
+                 + hslot.T[None]) * block
+        # ``kernel.compute_cycles`` sums a flattened axis's steps as integers: exact as floats below 2**53.
+        assert all(np.prod([float(x) for x in row[list(dims)]]) < 2**53 for row in length for dims, _ in axes)
+        # R and S are never split: a tile of them is at most the kernel, which indexes the halo table directly.
+        assert (length[:, Dim.R] == problem.dims[Dim.R]).all() and (length[:, Dim.S] == problem.dims[Dim.S]).all()
+        toff, trips = _trips(length, problem.__dict__.setdefault("_trip_pairs", {}))
+        srec = np.zeros((n_shapes, SREC), dtype=np.int64)
+        srec[:, S_LEN:S_LEN + 8] = length
+        srec[:, S_TOFF:S_TOFF + 8] = toff
+        records, ptab = _positions(problem, length, codes, hbase)
+        if len(per_lengths) > 64:
+            per_lengths.clear()
+        hit = per_lengths[lkey] = (srec.ravel(), trips, records.ravel(), ptab)
+    srec_flat, trips, records_flat, ptab = hit
     return KernelTables(
-        kcount=kcount, srec=srec.ravel(), trips=trips, prec=records.ravel(), ptab=ptab, halo=halo.ravel(),
+        kcount=kcount, srec=srec_flat, trips=trips, prec=records_flat, ptab=ptab, halo=halo.ravel(),
         hk_max=int(k_max), rel=_REL, relmask=(_REL << np.arange(8)).sum(axis=1).astype(np.int64),
         has=np.array(problem.has_operand, dtype=np.int64),
         ebytes=np.array([prec.input, prec.weight, prec.output], dtype=np.int64),

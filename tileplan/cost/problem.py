@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import product
+from operator import itemgetter
 
 import numpy as np
 
@@ -46,7 +47,7 @@ class CoreGrid:
     @cached_property
     def max_length(self) -> tuple[int, ...]:
         """Longest slice along every dimension (computed once per grid)."""
-        return tuple(max(c.length[d] for c in self.cores) for d in DIMS)
+        return tuple(map(max, zip(*(c.length for c in self.cores), strict=True)))
 
 
 @dataclass
@@ -330,30 +331,44 @@ def input_extent(problem: Problem, axis: int, offset: int, length: int) -> int:
         stride, dil = problem.stride[axis], problem.dilation[axis]
         start = problem.input_window_start(axis, offset)
         window = int(problem.dims[d_k])
+        if window == 1:  # rows start + stride * i, i < length, that fall in [0, size): a closed form
+            first = max(0, -(start // stride))
+            last = min(length - 1, (size - 1 - start) // stride)
+            cache[key] = max(0, last - first + 1)
+            return cache[key]
         used = (start + stride * np.arange(length, dtype=np.int64)[:, None]
                 + dil * np.arange(window, dtype=np.int64)[None, :]).ravel()
         used = used[(used >= 0) & (used < size)]
-        # one window position per output index never repeats (stride >= 1): count without deduplicating
-        cache[key] = int(used.size if window == 1 else np.unique(used).size)
+        cache[key] = int(np.unique(used).size)
     return cache[key]
 
 
 def _core_grid(problem: Problem, cluster_split: tuple[int, ...], core_split: tuple[int, ...]) -> CoreGrid:
     dims = problem.dims
     # Per dimension, per cluster part: the (offset, length) of its core parts.
-    sub = [[[(off + o, ln) for o, ln in balanced_parts(length, core_split[d])]
-            for off, length in balanced_parts(int(dims[d]), cluster_split[d])] for d in DIMS]
+    # (the same for every split with the same factors along d: built once per problem)
+    parts_of: dict[tuple[int, int, int], list[list[tuple[int, int]]]] = problem.__dict__.setdefault("_dim_parts", {})
+    sub = []
+    for d in DIMS:
+        pkey = (int(d), cluster_split[d], core_split[d])
+        if pkey not in parts_of:
+            parts_of[pkey] = [[(off + o, ln) for o, ln in balanced_parts(length, core_split[d])]
+                              for off, length in balanced_parts(int(dims[d]), cluster_split[d])]
+        sub.append(parts_of[pkey])
     cores: list[CoreSlice] = []
     for cl_id, cl_choice in enumerate(product(*[range(len(parts)) for parts in sub])):
         for parts in product(*[sub[d][cl_choice[d]] for d in DIMS]):
-            cores.append(CoreSlice(cl_id, tuple(p[0] for p in parts), tuple(p[1] for p in parts)))
+            offset, length = zip(*parts, strict=True)  # (offset, length) along every dimension
+            cores.append(CoreSlice(cl_id, offset, length))
     # Distinct shapes: lengths everywhere, plus input clipping geometry along P and Q.
     keys: dict[tuple[object, ...], int] = {}
-    clips: dict[tuple[int, ...], tuple[object, ...]] = {}  # cores share rows/columns: clip each once
+    # cores (and splits) share rows/columns: clip each once per problem
+    clips: dict[tuple[int, ...], tuple[object, ...]] = problem.__dict__.setdefault("_clips", {})
     shapes: list[CoreSlice] = []
     shape_of = np.empty(len(cores), dtype=np.int64)
+    p, q = int(Dim.P), int(Dim.Q)
     for i, core in enumerate(cores):
-        where = (core.offset[Dim.P], core.length[Dim.P], core.offset[Dim.Q], core.length[Dim.Q])
+        where = (core.offset[p], core.length[p], core.offset[q], core.length[q])
         clip = clips.get(where)
         if clip is None:
             clip = clips[where] = (_clip_key(problem, 0, core), _clip_key(problem, 1, core))
@@ -370,10 +385,10 @@ def _core_grid(problem: Problem, cluster_split: tuple[int, ...], core_split: tup
             groups.append(tuple((i,) for i in range(len(cores))))
             continue
         rel = [int(d) for d in DIMS if d in RELEVANT[op]]
+        pick = itemgetter(*rel) if len(rel) > 1 else (lambda t, d=rel[0]: (t[d],))
         members: dict[tuple[object, ...], list[int]] = {}
         for i, core in enumerate(cores):
-            offset, length = core.offset, core.length
-            members.setdefault((core.cluster, *[offset[d] for d in rel], *[length[d] for d in rel]), []).append(i)
+            members.setdefault((core.cluster, pick(core.offset), pick(core.length)), []).append(i)
         groups.append(tuple(tuple(m) for m in members.values()))
     return CoreGrid(tuple(cores), tuple(shapes), shape_of, tuple(groups))
 

@@ -62,22 +62,22 @@ def _frontier_rho(problem: Problem, lmin: tuple[int, ...], orders: np.ndarray) -
     pad_w = problem.layer.pad[2] + problem.layer.pad[3]
     lmin_arr = np.array(lmin, dtype=np.int64)
 
-    def need(t: np.ndarray) -> np.ndarray:
-        """(n, memories) bytes the tiles ``t`` occupy (double-buffered where the arch is)."""
-        rows = np.maximum(0, np.minimum(problem.in_h, (t[:, Dim.P] - 1) * problem.stride[0]
-                                        + (t[:, Dim.R] - 1) * problem.dilation[0] + 1 - pad_h))
-        cols = np.maximum(0, np.minimum(problem.in_w, (t[:, Dim.Q] - 1) * problem.stride[1]
-                                        + (t[:, Dim.S] - 1) * problem.dilation[1] + 1 - pad_w))
+    def need(t: list[np.ndarray]) -> list[np.ndarray]:
+        """Per memory, the bytes the tiles ``t[d]`` (one array per dimension, broadcast against each
+        other) occupy (double-buffered where the arch is)."""
+        rows = np.maximum(0, np.minimum(problem.in_h, (t[Dim.P] - 1) * problem.stride[0]
+                                        + (t[Dim.R] - 1) * problem.dilation[0] + 1 - pad_h))
+        cols = np.maximum(0, np.minimum(problem.in_w, (t[Dim.Q] - 1) * problem.stride[1]
+                                        + (t[Dim.S] - 1) * problem.dilation[1] + 1 - pad_w))
         boxes = {
-            Operand.INPUT: t[:, Dim.N] * t[:, Dim.G] * t[:, Dim.C] * rows * cols * prec.input
-            * problem.layer.input_count,
-            Operand.WEIGHT: t[:, Dim.G] * t[:, Dim.K] * t[:, Dim.C] * t[:, Dim.R] * t[:, Dim.S] * prec.weight,
-            Operand.OUTPUT: t[:, Dim.N] * t[:, Dim.G] * t[:, Dim.K] * t[:, Dim.P] * t[:, Dim.Q] * prec.psum,
+            Operand.INPUT: t[Dim.N] * t[Dim.G] * t[Dim.C] * rows * cols * prec.input * problem.layer.input_count,
+            Operand.WEIGHT: t[Dim.G] * t[Dim.K] * t[Dim.C] * t[Dim.R] * t[Dim.S] * prec.weight,
+            Operand.OUTPUT: t[Dim.N] * t[Dim.G] * t[Dim.K] * t[Dim.P] * t[Dim.Q] * prec.psum,
         }
-        out = np.zeros((len(t), len(cap)), dtype=np.int64)
+        out: list[np.ndarray] = [np.zeros((), dtype=np.int64) for _ in cap]
         for op in OPERANDS:
             if has[op]:
-                out[:, mem_of[op]] += boxes[op] * factor
+                out[mem_of[op]] = out[mem_of[op]] + boxes[op] * factor
         return out
 
     # Every memory's need is linear in the C tile (input and weight boxes grow with it, the output box
@@ -90,17 +90,25 @@ def _frontier_rho(problem: Problem, lmin: tuple[int, ...], orders: np.ndarray) -
     def best_c(first: int) -> np.ndarray:
         """Index into ``chan`` of the largest fitting C tile (-1: none fits) for every choice of the
         other tiles whose outermost is its ``first`` value, over their grid (shaped like it)."""
-        grids = np.meshgrid(np.array([first]), *[np.arange(n) for n in sizes[1:]], indexing="ij")
-        t = np.zeros((grids[0].size, NDIMS), dtype=np.int64)
-        for g, d in zip(grids, others, strict=True):
-            t[:, d] = per_dim[d][g.ravel()]
+        shape = (1, *sizes[1:])
+        # every other dimension's tiles along its own axis of the grid (broadcast, never materialised)
+        t = [np.zeros((), dtype=np.int64)] * NDIMS
+        for a, d in enumerate(others):
+            values = per_dim[d][first:first + 1] if a == 0 else per_dim[d]
+            t[d] = values.astype(np.int64).reshape([-1 if b == a else 1 for b in range(len(others))])
         base = need(t)
-        t[:, Dim.C] = 1
-        slope = need(t) - base
-        room = cap[None, :] - base
-        with np.errstate(divide="ignore", invalid="ignore"):
-            limit = np.where(slope > 0, room // np.where(slope > 0, slope, 1), np.where(room >= 0, chan[-1], -1))
-        return (np.searchsorted(chan, np.minimum.reduce(list(limit.T)), side="right") - 1).reshape(grids[0].shape)
+        t[Dim.C] = np.ones((), dtype=np.int64)
+        grown = need(t)
+        least = None
+        for m in range(len(cap)):
+            slope = grown[m] - base[m]
+            room = cap[m] - base[m]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                limit = np.where(slope > 0, room // np.where(slope > 0, slope, 1), np.where(room >= 0, chan[-1], -1))
+            limit = np.broadcast_to(limit, shape)
+            least = limit if least is None else np.minimum(least, limit)
+        assert least is not None
+        return np.searchsorted(chan, least.ravel(), side="right").reshape(shape) - 1
 
     # Fewer trips never raise a reload factor: only the fitting trip counts none of whose dimensions
     # could take the next larger tile and still fit can be minimal. By linearity again, the next

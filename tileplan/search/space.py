@@ -176,7 +176,7 @@ def _pareto(features: np.ndarray, classes: np.ndarray, *, compiled: bool | None 
     one_class = len(classes) == 0 or bool(np.all(classes == classes[:1]))
     for cls in classes[:1] if one_class else np.unique(classes, axis=0):
         idx = np.arange(len(classes)) if one_class else np.nonzero(np.all(classes == cls, axis=1))[0]
-        f = features[idx]
+        f = features if one_class else features[idx]  # (one class: every row, no copy)
         order = np.lexsort(f.T[::-1])
         walk = tile_product.compiled_front() if (tile_product.front_wanted() if compiled is None
                                                  else compiled) else None
