@@ -30,6 +30,7 @@ from tileplan.cli.app import (
 from tileplan.fusion.ye import FUSED_FAMILIES
 from tileplan.presets import preset_description, preset_names
 from tileplan.search import LEVEL_STRATEGIES, STRATEGIES, takes
+from tileplan.workload import zoo
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("numba", "matplotlib", "onnx", "ray", "tileplan.api", "tileplan.cost.kernel", "tileplan.cost.model",
@@ -104,7 +105,7 @@ def test_console_script_lists_without_the_app(args: list[str]) -> None:
     app_code, _, app_output = _fresh(args)
     assert app_code == 0 and output == app_output
     starts = [line.split()[0] for line in output.splitlines()]  # (a long description wraps at 120 columns)
-    expected = preset_names() if args[0] == "arch" else api.zoo.names() + api.zoo.transformer_names()
+    expected = preset_names() if args[0] == "arch" else zoo.names() + zoo.transformer_names()
     assert [s for s in starts if s in expected] == expected
 
 
@@ -137,3 +138,22 @@ def test_help_names_are_the_registries() -> None:
     assert OBJECTIVE_NAMES == api.OBJECTIVES
     for option in ("budget", "seed"):  # --budget and --seed are refused for every other strategy
         assert SAMPLING_STRATEGY_NAMES == tuple(s for s in (*STRATEGIES, *LEVEL_STRATEGIES) if takes(s, option))
+
+
+#: What a plain (unfused, exhaustive) ``plan`` needs none of: the fusion package, the comparison, and
+#: the other strategies' modules (the search registry imports a strategy when it first runs).
+PLAN_SPARES = ("tileplan.fusion", "tileplan.compare", "tileplan.search.tso", "tileplan.search.eplanner",
+               "tileplan.search.marvel", "tileplan.search.baselines", "tileplan.search.ye", "matplotlib")
+
+
+def test_plain_plan_imports_only_its_strategy(tmp_path: Path) -> None:
+    """``plan`` without --fuse plans, writes its JSON, and loads none of :data:`PLAN_SPARES`; with
+    ``--strategy tso`` the registry loads TSO's module, and its plan differs (so the name reached it)."""
+    out = tmp_path / "plan.json"
+    code, modules, output = _fresh(["plan", "lenet5", "--arch", "eyeriss", "-j", "1", "--json", str(out)])
+    assert code == 0, output
+    assert json.loads(out.read_text())["strategy"] == "exhaustive"
+    assert not [m for m in modules if m.startswith(PLAN_SPARES)]
+    code, modules, output = _fresh(["plan", "lenet5", "--arch", "eyeriss", "-j", "1", "-s", "tso", "--json", str(out)])
+    assert code == 0, output
+    assert "tileplan.search.tso" in modules and json.loads(out.read_text())["strategy"] == "tso"

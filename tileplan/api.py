@@ -20,16 +20,11 @@ from typing import TYPE_CHECKING, Any
 from tileplan import arch as arch_mod
 from tileplan.arch.overrides import apply_overrides
 from tileplan.arch.spec import Arch, AxisMode
-from tileplan.compare import Comparison
 from tileplan.cost.bounds import compulsory_bytes, io_lower_bound_bytes
 from tileplan.cost.levels import evaluate_mappings, level_errors
 from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, OPERANDS, Dim, Operand
 from tileplan.errors import InfeasibleError, MappingError, TileplanError, WorkloadError
-from tileplan.fusion.block import group_of
-from tileplan.fusion.group import FusedGroup
-from tileplan.fusion.plan import FusionPlan
-from tileplan.fusion.search import GroupResult
 from tileplan.interop.tlyaml import timeloop_keys
 from tileplan.interop.zigzag import is_hardware, is_workload
 from tileplan.mapping import Mapping
@@ -37,18 +32,27 @@ from tileplan.parallel import run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
 from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
 from tileplan.search import run as run_strategy
-from tileplan.search.exhaustive import SplitSearch, merge_split_searches, search_splits, with_register_files
+from tileplan.search.exhaustive import (
+    SplitSearch,
+    inherit_tables,
+    merge_split_searches,
+    search_splits,
+    with_register_files,
+)
 from tileplan.search.objective import DramModel, Objective
 from tileplan.search.result import SearchResult
 from tileplan.search.rf_level import pe_problems as rf_problems
 from tileplan.search.rf_level import recost as rf_recost
 from tileplan.search.shared import SharedBest, shared_values
 from tileplan.search.space import split_options
-from tileplan.workload import zoo
 from tileplan.workload.layer import Layer, OpKind, Precision
 from tileplan.workload.network import Network
 
 if TYPE_CHECKING:
+    from tileplan.compare import Comparison
+    from tileplan.fusion.group import FusedGroup
+    from tileplan.fusion.plan import FusionPlan
+    from tileplan.fusion.search import GroupResult
     from tileplan.program.correlation import Correlation
 
 __all__ = ["Mapping", "compare", "evaluate", "load_arch", "load_network", "plan", "plan_layer"]
@@ -68,6 +72,14 @@ MAX_BUDGET = 2**21
 MAX_BATCH = 1024
 
 
+def _fused_families() -> dict[str, Any]:
+    """``fusion.ye.FUSED_FAMILIES``, imported when a strategy name is not a single-layer one (the
+    fusion package is not loaded by commands that do not fuse)."""
+    from tileplan.fusion.ye import FUSED_FAMILIES
+
+    return dict(FUSED_FAMILIES)
+
+
 def check_options(*, strategy: str = "exhaustive", objective: str | Objective = "latency", budget: int = 20_000,
                   seed: int = 0, batch: int = 1, fuse: bool = False) -> Objective:
     """Validate search options before any work; return the objective. Raises ``TileplanError`` naming
@@ -79,19 +91,19 @@ def check_options(*, strategy: str = "exhaustive", objective: str | Objective = 
     Traceback (most recent call last):
     tileplan.errors.TileplanError: --budget must be between 1 and 2097152 candidates, got -5
     """
-    from tileplan.fusion.ye import FUSED_FAMILIES
-
-    if strategy in FUSED_FAMILIES:
+    if strategy in STRATEGIES or strategy in LEVEL_STRATEGIES:
+        pass  # the common case, decided without importing the fusion package
+    elif strategy in _fused_families():
         if not fuse:
             raise TileplanError(f"strategy {strategy!r} chooses fused pairs along the network: add --fuse (its "
-                                f"single-layer part alone is --strategy {FUSED_FAMILIES[strategy].single})")
+                                f"single-layer part alone is --strategy {_fused_families()[strategy].single})")
     elif strategy in FUSION_STRATEGIES:
         if not fuse:
             raise TileplanError(f"strategy {strategy!r} plans fused groups: add --fuse")
-    elif strategy not in STRATEGIES and strategy not in LEVEL_STRATEGIES:
+    else:
         raise TileplanError(f"unknown strategy {strategy!r}; choose one of "
                             f"{', '.join([*STRATEGIES, *LEVEL_STRATEGIES])} (with --fuse also "
-                            f"{', '.join([*FUSED_FAMILIES, *FUSION_STRATEGIES])})")
+                            f"{', '.join([*_fused_families(), *FUSION_STRATEGIES])})")
     if str(objective) not in OBJECTIVES:
         raise TileplanError(f"unknown objective {str(objective)!r}; choose one of {', '.join(OBJECTIVES)}")
     if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= MAX_BUDGET:
@@ -147,6 +159,8 @@ def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported
             raise WorkloadError(f"{text}: --kv is for the zoo's decode networks; an ONNX export's KV cache "
                                 f"length is its past_key_values shape (give --seq for a dynamic one)")
         return load_onnx(text, batch=batch if batch != 1 else None, skip_unsupported=skip_unsupported, seq=seq)
+    from tileplan.workload import zoo
+
     return zoo.get(text, batch=batch, seq=seq, kv=kv)
 
 
@@ -380,6 +394,8 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
     try:
         parts = [_parts(layer, a, strategy, workers, dram_model, len(todo)) for layer in todo]
         cost = [_estimate(layer, strategy) if workers > 1 else 0.0 for layer in todo]
+        if strategy == "exhaustive" and workers > 1:
+            inherit_tables()  # before the workers are forked
         with shared_values(len(todo) if max(parts, default=1) > 1 else 0) as path:
             # Big layers first, each as ``parts`` items: their parts then run side by side; then the
             # costliest first, so that no big layer is left to run alone at the end.
@@ -441,13 +457,14 @@ def strategy_options(*, fix_partition: str | None = None, fix_schedule: str | No
     (``fix_partition``, ``fix_schedule``); MARVEL's pruning switches (``marvel``, ``marvel-joint`` and
     the dataflow baselines): ``pruning`` names the ones to switch off (:data:`MARVEL_PRUNING`),
     ``max_parallel`` (dimensions that fan out) and ``min_utilization`` (PE fraction a step uses)."""
-    from tileplan.search.tso import parse_partition, parse_schedule
-
     out: dict[str, Any] = {}
-    if fix_partition:
-        out["fix_partition"] = parse_partition(fix_partition).value
-    if fix_schedule:
-        out["fix_schedule"] = parse_schedule(fix_schedule).value
+    if fix_partition or fix_schedule:  # TSO's module is loaded only when its options are given
+        from tileplan.search.tso import parse_partition, parse_schedule
+
+        if fix_partition:
+            out["fix_partition"] = parse_partition(fix_partition).value
+        if fix_schedule:
+            out["fix_schedule"] = parse_schedule(fix_schedule).value
     for name in pruning:
         if name not in MARVEL_PRUNING:
             raise TileplanError(f"unknown pruning option {name!r}; choose from {', '.join(MARVEL_PRUNING)}")
@@ -517,6 +534,7 @@ def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Se
 
     Raises ``WorkloadError`` for an illegal group and ``InfeasibleError`` when no fused mapping fits.
     """
+    from tileplan.fusion.block import group_of
     from tileplan.fusion.hwff import search_hwff
     from tileplan.fusion.search import search_group
 
@@ -542,6 +560,8 @@ def compare(network: str | Path | Network, arch: str | Path | Arch, strategies: 
     per layer and in total (:class:`tileplan.compare.Comparison`). With ``fuse`` each strategy's plan
     is :func:`plan_fused` (its unfused plan plus the fused groups chosen over it) and rows are blocks
     of layers that every strategy covers with whole segments."""
+    from tileplan.compare import Comparison
+
     if not strategies:
         raise TileplanError("compare needs at least one strategy")
     for s in strategies:

@@ -5,8 +5,9 @@ Units: bytes, cycles (accelerator clock), pJ. Seconds appear only in ``*_s`` pro
 
 from __future__ import annotations
 
+import copy
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tileplan.cost.batch import CostBatch
@@ -163,12 +164,13 @@ class NetworkPlan:
 
     # ----------------------------------------------------------------- JSON
     def to_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in asdict(self).items() if k != "layers"}
+        # Field by field: ``asdict(self)`` would convert (deep-copy) every layer only to drop them.
+        out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "layers"}
         out["layers"] = []
         for lp in self.layers:
             d = {f.name: getattr(lp, f.name) for f in fields(lp) if f.name not in ("mapping", "cost")}
             d["mapping"] = lp.mapping.to_dict() if lp.mapping else None
-            d["cost"] = asdict(lp.cost)
+            d["cost"] = {f.name: getattr(lp.cost, f.name) for f in fields(lp.cost)}  # flat: numbers and a tuple
             d["cost"]["footprint_bytes"] = list(lp.cost.footprint_bytes)
             out["layers"].append(d)
         out["ctc"] = [{"layer": name, "ctc": value} for name, value in self.ctc()]

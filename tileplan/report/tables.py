@@ -7,19 +7,22 @@ import io
 from collections.abc import Mapping as MappingABC
 from collections.abc import Sequence
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.markup import escape
 from rich.table import Table
 
 from tileplan.arch.spec import Arch
-from tileplan.compare import Comparison
 from tileplan.dims import DIMS, Dim
 from tileplan.files import csv_row
 from tileplan.mapping import Mapping, balanced_parts
 from tileplan.plan import LayerPlan, NetworkPlan, ctc_ratio
 from tileplan.workload.layer import Layer, OpKind
 from tileplan.workload.network import Network
+
+if TYPE_CHECKING:
+    from tileplan.compare import Comparison
 
 
 def kb(x: float) -> str:

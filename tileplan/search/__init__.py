@@ -4,22 +4,34 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 from tileplan.cost.problem import Problem
 from tileplan.errors import TileplanError
-from tileplan.search.baselines import ma, smartshuttle_rules, zhang
-from tileplan.search.eplanner import eplanner, eplanner_strict
 from tileplan.search.exhaustive import exhaustive
-from tileplan.search.marvel import marvel, marvel_joint, marvel_random, nvdla, rs, shidiannao
 from tileplan.search.objective import DramModel, Objective, best_index, recost, volume_problem
 from tileplan.search.random_search import random_search
 from tileplan.search.result import SearchResult
-from tileplan.search.tso import tso
-from tileplan.search.ye import ir, pr, smartshuttle, wr
 
 Strategy = Callable[..., SearchResult]
+
+
+@dataclass(frozen=True)
+class _Lazy:
+    """Strategy ``name`` of module ``tileplan.search.<module>``, imported when it first runs: a command
+    that plans with one strategy does not load the others (TSO's, e-PlaNNer's, the MARVEL family's)."""
+
+    module: str
+    name: str
+
+    def resolve(self) -> Strategy:
+        return cast(Strategy, getattr(importlib.import_module(f"tileplan.search.{self.module}"), self.name))
+
+    def __call__(self, problem: Problem, objective: Objective, **options: Any) -> SearchResult:
+        return self.resolve()(problem, objective, **options)
 
 
 def tso_noburst(problem: Problem, objective: Objective, *, fix_partition: str | None = None,
@@ -34,29 +46,29 @@ def tso_noburst(problem: Problem, objective: Objective, *, fix_partition: str | 
 STRATEGIES: dict[str, Strategy] = {
     "exhaustive": exhaustive,
     "random": random_search,
-    "tso": tso,
+    "tso": _Lazy("tso", "tso"),
     "tso-noburst": tso_noburst,
-    "eplanner": eplanner,
-    "eplanner-strict": eplanner_strict,
-    "zhang": zhang,
-    "ma": ma,
-    "smartshuttle-rules": smartshuttle_rules,
-    "ir": ir,
-    "wr": wr,
-    "pr": pr,
-    "smartshuttle": smartshuttle,
+    "eplanner": _Lazy("eplanner", "eplanner"),
+    "eplanner-strict": _Lazy("eplanner", "eplanner_strict"),
+    "zhang": _Lazy("baselines", "zhang"),
+    "ma": _Lazy("baselines", "ma"),
+    "smartshuttle-rules": _Lazy("baselines", "smartshuttle_rules"),
+    "ir": _Lazy("ye", "ir"),
+    "wr": _Lazy("ye", "wr"),
+    "pr": _Lazy("ye", "pr"),
+    "smartshuttle": _Lazy("ye", "smartshuttle"),
 }
 
 #: Strategies over multi-level mappings (an on-chip level below the DRAM tiles, ``cost.levels``).
 #: Their costs include the register-file level, so they are compared among themselves, not with
 #: the two-level strategies above.
 LEVEL_STRATEGIES: dict[str, Strategy] = {
-    "marvel": marvel,
-    "marvel-joint": marvel_joint,
-    "marvel-random": marvel_random,
-    "rs": rs,
-    "nvdla": nvdla,
-    "shidiannao": shidiannao,
+    "marvel": _Lazy("marvel", "marvel"),
+    "marvel-joint": _Lazy("marvel", "marvel_joint"),
+    "marvel-random": _Lazy("marvel", "marvel_random"),
+    "rs": _Lazy("marvel", "rs"),
+    "nvdla": _Lazy("marvel", "nvdla"),
+    "shidiannao": _Lazy("marvel", "shidiannao"),
 }
 
 
@@ -68,6 +80,8 @@ def run(name: str, problem: Problem, objective: Objective, *, dram_model: DramMo
     if name not in known:
         raise TileplanError(f"unknown strategy {name!r}; choose one of {', '.join(known)}")
     fn = known[name]
+    if isinstance(fn, _Lazy):
+        fn = fn.resolve()
     kwargs = {k: v for k, v in options.items() if k in _accepted(fn)}
     if DramModel.parse(str(dram_model)) is DramModel.BURST:
         return fn(problem, objective, **kwargs)
@@ -76,7 +90,9 @@ def run(name: str, problem: Problem, objective: Objective, *, dram_model: DramMo
 
 
 def _accepted(fn: Strategy) -> tuple[str, ...]:
-    """The argument names strategy function ``fn`` takes."""
+    """The argument names strategy function ``fn`` takes (a lazily imported one is imported)."""
+    if isinstance(fn, _Lazy):
+        fn = fn.resolve()
     return fn.__code__.co_varnames[: fn.__code__.co_argcount + fn.__code__.co_kwonlyargcount]
 
 
@@ -91,4 +107,4 @@ def takes(name: str, option: str) -> bool:
 
 
 __all__ = ["LEVEL_STRATEGIES", "STRATEGIES", "DramModel", "Objective", "SearchResult", "best_index", "exhaustive",
-           "random_search", "run", "takes", "tso", "tso_noburst"]
+           "random_search", "run", "takes", "tso_noburst"]

@@ -151,6 +151,15 @@ def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
     return with_register_files(problem, objective, base, chunk=chunk, hoists=hoists)
 
 
+def inherit_tables() -> None:
+    """Compute here the layer-independent tables every exhaustive search reads (each hoist's reuse-class
+    loop orders: about 30 ms of CPU), so that worker processes forked after it inherit them instead of
+    each computing them again."""
+    for hoist in HOISTS:
+        if hoist != NONE:
+            reuse_orders(hoist)
+
+
 class _Floor:
     """A fixed value to prune with, in the place of a ``SharedBest`` (nothing is offered back)."""
 
@@ -398,14 +407,15 @@ def _search_chunk(problem: Problem, objective: Objective, t: np.ndarray, grid: C
                   plain: Problem | None = None) -> None:
     """Cost one chunk of tile vectors ``t`` of split ``s`` under every loop order of ``orders`` with
     ``hoist``; update ``state`` when a mapping beats the best found."""
-    unroll = best_unroll(problem, grid, t, uopts, tables=tables)
     if bypass:
         flags = np.broadcast_to(hoist.array(), (len(t), 3, NDIMS))
-        if plain is not None and objective is Objective.DRAM:
+        if plain is not None and objective is Objective.DRAM:  # dropped before their unroll is chosen
             keep = ~fits_without_bypass(plain, grid, bypass, t, flags)
-            t, unroll, flags = t[keep], unroll[keep], flags[keep]
+            t, flags = t[keep], flags[keep]
             if not len(t):
                 return
+    unroll = best_unroll(problem, grid, t, uopts, tables=tables)  # row by row: the same for any subset
+    if bypass:
         unroll, fits = fitting_unroll(problem, grid, bypass, t, uopts, unroll,
                                       lambda tiles, u: compute_cycles(tables, tiles, u), flags)
         t, unroll = t[fits], unroll[fits]
