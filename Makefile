@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev,interop]'
 	$(BIN)/python -m compileall -q tileplan  # bytecode now: a read-only install never recompiles it
-	$(BIN)/python -m tileplan.warmup  # compile every loop once (numba caches it)
+	$(BIN)/python -m tileplan.warmup  # compile every loop once (numba caches it), then build their extensions (cost.aot)
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -19,10 +19,16 @@ import pytest
 
 from tileplan import api
 from tileplan.arch import load as load_arch
-from tileplan.cli.app import FUSION_STRATEGY_NAMES, LEVEL_STRATEGY_NAMES, OBJECTIVE_NAMES, STRATEGY_NAMES
+from tileplan.cli.app import (
+    FUSION_STRATEGY_NAMES,
+    LEVEL_STRATEGY_NAMES,
+    OBJECTIVE_NAMES,
+    SAMPLING_STRATEGY_NAMES,
+    STRATEGY_NAMES,
+)
 from tileplan.fusion.ye import FUSED_FAMILIES
 from tileplan.presets import preset_description, preset_names
-from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
+from tileplan.search import LEVEL_STRATEGIES, STRATEGIES, takes
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("numba", "matplotlib", "onnx", "ray", "tileplan.api", "tileplan.cost.kernel", "tileplan.cost.model",
@@ -109,6 +115,7 @@ def test_preset_descriptions_read_without_validating_are_the_presets_own() -> No
     (["compare", "lenet5", "-s", "exhaustive,tso9"], "unknown strategy 'tso9'"),
     (["plan", "lenet5", "--objective", "speed"], "unknown objective 'speed'"),
     (["emit", "lenet5", "--output", "x", "-o", "speed"], "unknown objective 'speed'"),
+    (["sweep", "lenet5", "-o", "s.csv", "--seed", "4"], "--seed applies to the sampling strategies"),
 ])
 def test_argument_errors_show_before_any_heavy_import(args: list[str], message: str) -> None:
     code, modules, output = _fresh(args)
@@ -122,3 +129,5 @@ def test_help_names_are_the_registries() -> None:
     assert LEVEL_STRATEGY_NAMES == tuple(LEVEL_STRATEGIES)
     assert FUSION_STRATEGY_NAMES == (*FUSED_FAMILIES, *api.FUSION_STRATEGIES)
     assert OBJECTIVE_NAMES == api.OBJECTIVES
+    for option in ("budget", "seed"):  # --budget and --seed are refused for every other strategy
+        assert SAMPLING_STRATEGY_NAMES == tuple(s for s in (*STRATEGIES, *LEVEL_STRATEGIES) if takes(s, option))

@@ -36,6 +36,8 @@ SLOW = {
     "stored plan by test_resnet50_table_is_what_the_plan_renders)",
     "tileplan plan resnet50 --arch eyeriss --plots": "a full ResNet-50 search",
     "tileplan report resnet18": "plans ResNet-18",
+    "tileplan plan resnet18 --arch examples/tpu_like_stream.yaml": "plans ResNet-18 fused (the slow test "
+    "test_resnet18_fused_dram_at_most_streams checks the figure)",
     "tileplan compare squeezenet1_1": "plans SqueezeNet twice on the 32-core NMP",
     "tileplan compare alexnet": "plans AlexNet with four strategies",
     "tileplan verify vgg16": "searches and executes a full-size VGG16 fused group",

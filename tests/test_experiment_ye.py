@@ -37,10 +37,11 @@ def test_quick_run_writes_tables_figures_and_explains_every_gap(tmp_path: Path) 
     assert d["general"] <= d["hybrid"] <= min(d["smartshuttle"], d["fused_only"])
 
 
-def test_experiment_ye_rejects_paper_formulas_elsewhere() -> None:
+def test_experiment_ye_rejects_paper_formulas_elsewhere(tmp_path: Path) -> None:
     from tileplan.cli import app
 
-    result = CliRunner().invoke(app, ["experiment", "eplanner", "--quick", "--paper-formulas", "-o", "/tmp/x"])
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["experiment", "eplanner", "--quick", "--paper-formulas", "-o", str(out)])
     assert result.exit_code != 0 and "--paper-formulas is for: ye" in result.output
 
 

@@ -26,3 +26,24 @@ def test_long_titles_are_wrapped_to_fit() -> None:
     fig = plots.grouped_bars(["a"], {"x": [1]}, title="TSO's time over the general exhaustive optimum, per layer "
                              "and per network, with every fixed strategy beside it", ylabel="ratio (x)")
     assert "\n" in fig.axes[0].get_title() and plots.figure_problems(fig) == []
+
+
+def test_a_legend_over_a_bar_is_flagged_and_bar_panels_leave_it_room() -> None:
+    """Fig. 19's energy panel: bars of equal height up to the top, where ``loc="best"`` put the legend."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.bar([0, 1, 2], [10.0, 10.0, 10.0], label="HW3")
+    ax.bar([0.4, 1.4, 2.4], [10.0, 10.0, 10.0], label="HW4")
+    ax.set_ylabel("energy (uJ)")
+    ax.set_title("t")
+    ax.legend(loc="upper center")
+    problems = plots.figure_problems(fig)
+    assert len(problems) == 1 and problems[0].startswith("axes 0: the legend covers "), problems
+    plt.close(fig)
+    for log in (False, True):
+        for series in (2, 3, 5):
+            panels = [("energy (uJ)", {f"HW{j}": [10.0, 10.0, 10.0, 9.9] for j in range(series)}),
+                      ("latency (Mcycles)", {f"HW{j}": [37.2, 20.6, 30.0, 5.0] for j in range(series)})]
+            fig = plots.bar_panels(["vgg", "resnet", "yolo", "mobile"], panels, title="Fig. 19", log=log)
+            assert plots.figure_problems(fig) == [], (log, series)

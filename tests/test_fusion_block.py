@@ -24,7 +24,7 @@ from tileplan.workload.layer import Layer, Precision
 from tileplan.workload.network import Network
 
 B1 = Precision(1, 1, 1, 1)
-FIXTURES = Path(__file__).parent / "fixtures"
+EXAMPLES = Path(__file__).parent.parent / "examples"
 
 
 def basic_block(c: int = 8, k: int = 16, hw: int = 12, stride: int = 2) -> Network:
@@ -235,8 +235,8 @@ def test_dual_residual_fused_dram_at_most_streams(tmp_path: Path):
     blocks in one group, the input, the weights and the output once each: 4 + 4.5 + 4 KiB."""
     net = api.load_network(str(dual_residual_onnx(tmp_path / "dual.onnx")))
     assert [x.precision.input for x in net.layers] == [2] * 6  # bf16
-    arch = api.load_arch(str(FIXTURES / "tpu_like_stream.yaml"))
-    plan = api.plan_fused(net, arch, objective="dram", jobs=1, max_group=8)
+    arch = api.load_arch(str(EXAMPLES / "tpu_like_stream.yaml"))
+    plan = api.plan_fused(net, arch, objective="dram", jobs=1)  # the default --max-group: 4 convolutions
     assert plan.base.dram_bytes == 60.5 * 1024
     tensor, weights = 8 * 16 * 16 * 2, 4 * 8 * 8 * 9 * 2
     assert plan.dram_bytes == tensor + weights + tensor == 12.5 * 1024  # Stream: 12.5 KiB
@@ -257,16 +257,21 @@ def test_bad_block_groups_are_one_clear_error():
 @pytest.mark.slow
 def test_resnet18_fused_dram_at_most_streams():
     """ResNet-18 (int8) on one TPU-like core, 2 MiB SRAM: Stream 2.1.1 moves 21.16 MB unfused and
-    13.49 MB fused (peers kit, issue 27); tileplan 19.37 MB unfused and, with residual blocks fused
-    whole and several per group, at most Stream's fused traffic; the weights (11.69 MB) once."""
+    13.49 MB fused (peers kit, issue 27); tileplan 19.37 MB unfused and, at the default --max-group
+    (4 layers with a compute window: the stem, its pool and the first basic block fit one group, every
+    other basic block is a group), at most Stream's fused traffic; the weights (11.69 MB) once. With
+    --max-group 8 each stage is one group (two blocks), less still."""
     net = api.load_network("resnet18")
-    arch = api.load_arch(str(FIXTURES / "tpu_like_stream.yaml"))
-    plan = api.plan_fused(net, arch, objective="dram", jobs=1, max_group=8)
+    arch = api.load_arch(str(EXAMPLES / "tpu_like_stream.yaml"))
+    plan = api.plan_fused(net, arch, objective="dram", jobs=1)
     assert plan.base.dram_bytes == pytest.approx(19.37e6, rel=1e-3)
     assert plan.dram_bytes <= 13.49e6
     weights = sum(x.k_out * x.c_in // x.groups * x.r * x.s for x in net.layers if x.has_weights)
     assert plan.dram_bytes >= weights
-    assert max(sum(net[n].op.value == "add" for n in g.layers) for g in plan.groups) >= 2  # two blocks, one group
+    assert ("conv1", "pool1", "res2a_conv1", "res2a_conv2", "res2a_add") in [g.layers for g in plan.groups]
+    wide = api.plan_fused(net, arch, objective="dram", jobs=1, max_group=8)
+    assert weights <= wide.dram_bytes < plan.dram_bytes
+    assert max(sum(net[n].op.value == "add" for n in g.layers) for g in wide.groups) >= 2  # two blocks, one group
 
 
 def test_emit_and_verify_a_block_group_from_the_cli(tmp_path: Path):

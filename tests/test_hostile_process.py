@@ -389,6 +389,8 @@ def test_the_planner_survives_its_own_corrupt_kernel_cache(tmp_path: Path, damag
     copy = tmp_path / "src" / "tileplan"
     shutil.copytree(package, copy, copy_function=shutil.copy2)
     folder = copy / real.relative_to(package)
+    for built in copy.rglob("__pycache__/*_aot-*"):  # numba's cache, not the extensions built at install
+        built.unlink()
     # (numba names a cache entry by the function's first line: an older kernel.py's entries may lie beside it)
     damaged = sorted(folder.glob(f"kernel.model_loop-{kernel.model_loop.__code__.co_firstlineno}.*.nb*"))
     assert damaged
@@ -407,6 +409,37 @@ def test_the_planner_survives_its_own_corrupt_kernel_cache(tmp_path: Path, damag
     assert "note: removed a corrupt numba cache file (kernel.model_loop" in done.stderr, done.stderr
     assert "internal error" not in done.stderr and "Traceback" not in done.stderr
     assert not any(p.exists() for p in damaged)  # the corrupt entry went (and the real cache was never touched)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip-a-byte"])
+def test_the_planner_survives_its_own_corrupt_kernel_extension(tmp_path: Path, damage: str) -> None:
+    """The kernel's extension built at install (``cost.aot``) damaged in a copy of the package: ``plan``
+    removes it with one note, never loads it (a flipped byte is caught by its sha256, before it could
+    run), and plans on numba's cache with the same numbers."""
+    import shutil
+
+    from tileplan.cost import aot, compiled, kernel
+
+    so, side = aot.paths(compiled.EXTENSION, aot.key(compiled.EXTENSION, aot.cpu_fingerprint()))
+    if not (so.exists() and side.exists()):
+        pytest.skip("the kernel's extension is not built (python -m tileplan.warmup builds it)")
+    package = Path(kernel.__file__).resolve().parent.parent
+    copy = tmp_path / "src" / "tileplan"
+    shutil.copytree(package, copy, copy_function=shutil.copy2)
+    damaged = copy / so.relative_to(package)
+    data = damaged.read_bytes()
+    damaged.write_bytes(data[: len(data) // 2] if damage == "truncate"
+                        else data[:9000] + bytes([data[9000] ^ 0xFF]) + data[9001:])
+    work = tmp_path / "work"
+    work.mkdir()
+    done = subprocess.run([sys.executable, "-c", NO_SPAWN], cwd=work, capture_output=True, text=True,
+                          env={**ENV, "PYTHONPATH": str(copy.parent), "TILEPLAN_KERNEL": "auto"}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "latency 32,790 cycles" in done.stdout
+    assert f"({so.name}: ValueError: the library is not the one built (sha256 differs))" in done.stderr, done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    assert not damaged.exists() and not (copy / side.relative_to(package)).exists()
+    assert so.exists() and side.exists()  # the real one was never touched
 
 
 def test_compiled_main_heals_and_fails_in_one_line(monkeypatch: pytest.MonkeyPatch,

@@ -43,18 +43,26 @@ def _batch(problem, split: int, n: int, rng: np.random.Generator) -> MappingBatc
                         rng.integers(0, 24, size=(8, 3))[rng.integers(0, 8, size=n)], cl, co)
 
 
+@pytest.mark.parametrize("path", ["numba", "extension"])
 @pytest.mark.parametrize(("net", "layer", "arch", "split"), CASES)
-def test_compiled_kernel_equals_numpy_bit_for_bit(net: str, layer: str, arch: str, split: int,
+def test_compiled_kernel_equals_numpy_bit_for_bit(net: str, layer: str, arch: str, split: int, path: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both compiled paths: numba's (``TILEPLAN_KERNEL=numba``) and the extension built at install
+    (``auto``, ``cost.aot``)."""
+    mode = "auto" if path == "extension" else "numba"
     if compiled.loop() is None:
         pytest.skip("numba not installed")
+    if path == "extension" and compiled.built() is None:
+        pytest.skip("the kernel's extension is not built (python -m tileplan.warmup builds it)")
+    ext = compiled.built() or {}
+    before = {name: loop.calls for name, loop in ext.items()}
     problem = problem_of(net, layer, arch)
     batch = _batch(problem, split, 600, np.random.default_rng(11))
     if split != 0:
         assert len(problem.core_grid(batch.cluster_split, batch.core_split).shapes) > 1
     monkeypatch.setenv("TILEPLAN_KERNEL", "numpy")
     reference = evaluate(problem, batch)
-    monkeypatch.setenv("TILEPLAN_KERNEL", "numba")
+    monkeypatch.setenv("TILEPLAN_KERNEL", mode)
     costs = evaluate(problem, batch)
     assert reference.feasible.any()
     for f in FIELDS:
@@ -72,9 +80,13 @@ def test_compiled_kernel_equals_numpy_bit_for_bit(net: str, layer: str, arch: st
     K = tables_for(problem, batch)
     monkeypatch.setenv("TILEPLAN_KERNEL", "numpy")
     choice = best_unroll(K, batch.tiles, options)
+    monkeypatch.setenv("TILEPLAN_KERNEL", mode)
     np.testing.assert_array_equal(compiled.unroll_choice(K, batch.tiles, options), choice,
                                   err_msg=f"{net}/{layer} on {arch}: best unroll")
     assert len(options) == 1 or len(np.unique(choice)) > 1
+    if path == "extension":  # every compiled call above ran the extension's machine code
+        assert ext["model_loop"].calls >= before["model_loop"] + 4 and ext["unroll_loop"].calls > before["unroll_loop"]
+        assert ext["model_loop"].fallen_back == ext["unroll_loop"].fallen_back == 0
 
 
 # ResNet-50's split 3 x 3 and 1 x 1/2 on nmp (several core shapes each, most of the 3 s) under slow; the

@@ -481,8 +481,9 @@ def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, object
                budget: int = 20_000, seed: int = 0, cache: bool = True, jobs: int | None = None,
                max_group: int = 4, every_start: bool = True, progress: Progress | None = None) -> FusionPlan:
     """Plan ``network`` with layer fusion: the unfused plan of every layer (:func:`plan`), then the
-    fused groups of up to ``max_group`` layers that the dynamic programme of ``fusion.planner``
-    chooses (never worse than the unfused plan under ``objective``)."""
+    fused groups that the dynamic programme of ``fusion.planner`` chooses (never worse than the
+    unfused plan under ``objective``), each with at most ``max_group`` layers with a compute window
+    (convolutions, pools; the adds and concats joining them are not counted, ``block.group_length``)."""
     from tileplan.fusion.planner import GroupSearch, plan_fusion
     from tileplan.fusion.ye import FUSED_FAMILIES, group_searcher
 

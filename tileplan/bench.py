@@ -200,7 +200,7 @@ class ModelRate:
     candidates: int
     seconds: float  # wall
     threads: int = 1
-    path: str = "numpy"
+    path: str = "numpy"  # or "numba", "extension" (cost.aot)
     cpu_seconds: float = 0.0  # CPU time of the process during the call (all threads, user + system)
 
     @property
@@ -252,13 +252,13 @@ def model_rate(arch: str = "eyeriss", network: str = "resnet50", layer: str = "r
                          np.zeros((candidates, 3, NDIMS), dtype=bool),
                          uopts[rng.integers(0, len(uopts), size=candidates)],
                          np.tile(MappingBatch.default_layout_codes(), (candidates, 1)), ones, ones)
-    path = "numba" if compiled.wanted() else "numpy"
+    path = ("extension" if compiled.built() is not None else "numba") if compiled.wanted() else "numpy"
     evaluate(problem, batch.take(np.arange(min(candidates, 1000))))
     before = compiled.threads()
     if threads is not None:
         compiled.set_threads(threads)
     try:
-        used = compiled.threads() if path == "numba" else 1
+        used = compiled.threads() if path != "numpy" else 1
         seconds = cpu = math.inf
         for _ in range(3):  # the fastest call: the first also pays for fresh output pages
             c0 = _cpu()

@@ -1,4 +1,5 @@
-"""Compile every compiled loop of tileplan once (numba caches them on disk, next to their source).
+"""Compile every compiled loop of tileplan once: with numba (it caches them on disk, next to their
+source), then into one extension module per loop module (``cost.aot``: loaded without numba).
 
 This is the one module that knows every loop -- the cost kernel's (``cost.compiled``) and the search's
 (``search.tile_product``) -- so it sits at the top of the library's layers, above all it compiles:
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tileplan.arch import load as load_arch
-from tileplan.cost import compiled, jit, kernel
+from tileplan.cost import aot, compiled, jit, kernel
 from tileplan.cost.batch import MappingBatch
 from tileplan.cost.model import evaluate_orders, tables_for
 from tileplan.cost.problem import Problem
@@ -26,6 +27,41 @@ from tileplan.search import tile_product
 from tileplan.search.space import _dominators, _pareto, class_orders, feasible_product, spatial_options, tile_groups
 from tileplan.workload import zoo
 from tileplan.workload.layer import Precision
+
+
+def extensions() -> list[tuple[aot.Extension, dict[str, Callable[[], Any]], str]]:
+    """Every loop module's extension (``cost.aot``), with its loops' numba dispatchers (by name) and
+    numba error model."""
+    return [(compiled.EXTENSION, {"model_loop": compiled.loop, "unroll_loop": compiled.unroll_loop},
+             compiled.ERROR_MODEL),
+            (tile_product.EXTENSION, {"walk": tile_product.numba_walk, "front": tile_product.numba_front,
+                                      "dominators": tile_product.numba_dominators}, tile_product.ERROR_MODEL)]
+
+
+def built() -> bool:
+    """Whether every loop module's extension is built for the current sources and this CPU (loading it;
+    a corrupt one is removed here, see ``cost.aot.load``)."""
+    return all(aot.load(ext, loaders) is not None for ext, loaders, _ in extensions())
+
+
+def build_extensions() -> list[str]:
+    """Build every loop module's extension that is missing, from numba's compiled loops (run
+    :func:`warm_up` first); returns one line per extension that could not be built (e.g. no C compiler:
+    its loops then load from numba's cache, about 0.4 s more per command), noted so that a background
+    compile does not try again."""
+    problems = []
+    for ext, loaders, error_model in extensions():
+        if aot.load(ext, loaders) is not None:
+            continue
+        try:
+            aot.build(ext, {name: loader() for name, loader in loaders.items()}, error_model=error_model)
+            if aot.load(ext, loaders) is None:
+                raise RuntimeError("the built extension does not load")
+        except Exception as err:  # noqa: BLE001 - numba's compiler, the C compiler or the linker
+            problem = f"{ext.name}: {type(err).__name__}: {(str(err).strip().splitlines() or [''])[-1]}"[:300]
+            aot.mark_failed(ext, problem)
+            problems.append(problem)
+    return problems
 
 
 def all_loops() -> list[Callable[..., Any]]:
@@ -39,13 +75,32 @@ def cached() -> bool:
 
 
 def warm_up() -> None:
-    """Compile (or load from numba's cache) every loop, by running each on a tiny problem."""
+    """Compile (or load from numba's cache) every loop with numba, by running each on a tiny problem."""
+    before = os.environ.get("TILEPLAN_KERNEL")
+    os.environ["TILEPLAN_KERNEL"] = "numba"  # numba's loops, not the extensions
+    try:
+        _run_each_loop()
+    finally:
+        if before is None:
+            os.environ.pop("TILEPLAN_KERNEL", None)
+        else:
+            os.environ["TILEPLAN_KERNEL"] = before
+
+
+def _tiny_batch() -> tuple[Problem, MappingBatch]:
+    """LeNet-5's conv2 on ``nmp`` and two mappings of it: what :func:`warm_up` runs every loop on."""
     a = load_arch("nmp")
     problem = Problem(zoo.get("lenet5")["conv2"].with_precision(Precision.uniform(a.precision_bytes)), a)
     ones = (1,) * 8
     batch = MappingBatch(np.ones((2, 8), dtype=np.int64), np.tile(np.arange(8), (2, 1)),
                          np.zeros((2, 3, 8), dtype=bool), np.ones((2, 8), dtype=np.int64),
                          np.tile(MappingBatch.default_layout_codes(), (2, 1)), ones, ones)
+    return problem, batch
+
+
+def _run_each_loop() -> None:
+    problem, batch = _tiny_batch()
+    ones = (1,) * 8
     K = tables_for(problem, batch)
     compiled.evaluate(K, batch.tiles, batch.hoist, batch.unroll, batch.order, batch.layouts, 1, 1)
     evaluate_orders(problem, batch, class_orders(), "latency", compiled_path=True)
@@ -57,12 +112,18 @@ def warm_up() -> None:
 
 
 def compile_in_background() -> bool:
-    """When numba's cache lacks a compiled loop (a fresh install that skipped ``make venv``), compile
-    them all in a low-priority background process while this one runs their numpy twins; True when
-    such a compile is running. The command line calls it before a command that plans."""
-    if jit.mode() != "auto" or cached():
-        return False  # decided without importing numba (finding its cache folder would)
-    return jit.compile_in_background(all_loops(), jit.cache_folder(kernel.model_loop))
+    """When an extension is missing (``cost.aot``: a fresh install that skipped ``make venv``, or a
+    changed source) and was not found impossible to build, or numba's cache lacks a compiled loop,
+    compile them all in a low-priority background process while this one runs numba's cached loops or
+    the numpy twins; True when such a compile is running. The command line calls it before a command
+    that plans."""
+    if jit.mode() != "auto" or built():
+        return False  # decided without importing numba
+    holds = cached()  # (reading numba's cache removes corrupt files of it)
+    build = not all(aot.failed(ext) or aot.load(ext, loaders) is not None for ext, loaders, _ in extensions())
+    if not build and holds:
+        return False
+    return jit.compile_in_background(all_loops(), jit.cache_folder(kernel.model_loop), build=build)
 
 
 def main(argv: list[str]) -> int:
@@ -71,11 +132,18 @@ def main(argv: list[str]) -> int:
     for index, problem in jit.heal(all_loops()):
         print(f"note: removed a corrupt numba cache file ({Path(index).name}: {problem}); compiling it again",
               file=sys.stderr)
+    background = argv[:1] == ["--background"]
+    problems: list[str] = []
+
+    def compile_all() -> None:
+        warm_up()
+        problems.extend(build_extensions() if not background else _build_unless_failed())
+
     try:
-        if argv[:1] == ["--background"]:
-            jit.background_main(Path(argv[1]), warm_up)
+        if background:
+            jit.background_main(Path(argv[1]), compile_all)
         else:
-            warm_up()
+            compile_all()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -86,7 +154,17 @@ def main(argv: list[str]) -> int:
               f"{jit.cache_folder(kernel.model_loop)}/*.nb* and run again, or set TILEPLAN_KERNEL=numpy",
               file=sys.stderr)
         return 1
+    for problem in problems:
+        print(f"note: the compiled loops' extension was not built ({problem}); they load from numba's cache "
+              f"instead (about 0.4 s more per command)", file=sys.stderr)
     return 0
+
+
+def _build_unless_failed() -> list[str]:
+    """:func:`build_extensions`, unless building one failed before for the current sources."""
+    if any(aot.failed(ext) for ext, _, _ in extensions()):
+        return []
+    return build_extensions()
 
 
 if __name__ == "__main__":

@@ -62,18 +62,27 @@ STRATEGY_NAMES = ("exhaustive", "random", "tso", "tso-noburst", "eplanner", "epl
                   "smartshuttle-rules", "ir", "wr", "pr", "smartshuttle")
 LEVEL_STRATEGY_NAMES = ("marvel", "marvel-joint", "marvel-random", "rs", "nvdla", "shidiannao")
 FUSION_STRATEGY_NAMES = ("ye", "superslash", "hwff")
+#: Strategies that draw samples: the only ones --budget and --seed apply to (``search.takes``).
+SAMPLING_STRATEGY_NAMES = ("random", "marvel-random")
 OBJECTIVE_NAMES = ("latency", "energy", "edp", "dram", "perf-per-byte")
 STRATEGY_HELP = ("Search strategy: " + " | ".join(STRATEGY_NAMES) + "; multi-level (MARVEL, an on-chip level "
                  "below the DRAM tiles): " + " | ".join(LEVEL_STRATEGY_NAMES) + "; with --fuse also "
                  + " | ".join(FUSION_STRATEGY_NAMES) + ".")
 SEQ_HELP = ("Tokens per sequence of a transformer (zoo: bert-base, gpt2, llama3-8b-block; an .onnx file with a "
             "dynamic sequence length).")
+#: Candidates a sampling strategy draws when --budget is not given (``api.check_options``' default).
+DEFAULT_BUDGET = 20_000
+BUDGET_HELP = f"Candidates a sampling strategy (random, marvel-random) draws (default {DEFAULT_BUDGET})."
+SEED_HELP = "Seed of a sampling strategy (random, marvel-random; default 0)."
 KV_HELP = "Cached tokens a decode network attends over (gpt2-decode, llama3-8b-block-decode)."
 NO_PRUNE_HELP = ("marvel*: switch a pruning option off (repeatable): divisors | offchip-divisors | unroll-rs | "
                  "symmetry | layouts | utilization | bound.")
 OBJECTIVE_HELP = "What the search minimises: " + " | ".join(OBJECTIVE_NAMES) + "."
 SET_HELP = ("Change one field of the machine, PATH=VALUE (repeatable): dram.bandwidth_bytes_per_s=8e9, "
             "memories.input.size_bytes=16KiB, pe_array.axes.rows.size=8.")
+MAX_GROUP_HELP = ("With --fuse: most layers with a compute window (convolutions, pools) in one fused group; "
+                  "the adds and concats joining them are not counted (a residual basic block is 2 long, 3 with "
+                  "its 1x1 shortcut).")
 PSUM_HELP = ("Bytes per partial sum (1 to 8): the accumulator width that partial sums spilled to DRAM move "
              "and take on chip (default: the machine's psum_bytes, else its data width precision_bytes).")
 
@@ -138,9 +147,12 @@ def _compile_note() -> None:
                   "numbers come from its slower numpy twin", highlight=False, markup=False)
 
 
-def check_names(strategies: tuple[str, ...] = (), objective: str | None = None) -> None:
-    """Reject an unknown strategy or objective name before the command imports the model (the API
-    checks the rest, e.g. that a fused strategy needs --fuse); exit 2 with one line, as ``_guard``."""
+def check_names(strategies: tuple[str, ...] = (), objective: str | None = None,
+                sampling: tuple[tuple[str, int | None], ...] = ()) -> None:
+    """Reject an unknown strategy or objective name, or a sampling option (``sampling``: ("--budget",
+    value) pairs, None when not given) that none of ``strategies`` would read, before the command
+    imports the model (the API checks the rest, e.g. that a fused strategy needs --fuse); exit 2 with
+    one line, as ``_guard``."""
     known = (*STRATEGY_NAMES, *LEVEL_STRATEGY_NAMES, *FUSION_STRATEGY_NAMES)
     for name in strategies:
         if name not in known:
@@ -148,6 +160,10 @@ def check_names(strategies: tuple[str, ...] = (), objective: str | None = None) 
                   f"(with --fuse also {', '.join(FUSION_STRATEGY_NAMES)})")
     if objective is not None and objective not in OBJECTIVE_NAMES:
         _fail(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVE_NAMES)}")
+    for flag, given in sampling:
+        if given is not None and not set(strategies) & set(SAMPLING_STRATEGY_NAMES):
+            _fail(f"{flag} applies to the sampling strategies ({', '.join(SAMPLING_STRATEGY_NAMES)}) only, not "
+                  f"{', '.join(strategies)}, which draw no samples; choose one of them or drop {flag}")
 
 
 def _progress() -> Progress:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from tileplan.cli.app import OBJECTIVE_HELP, STRATEGY_HELP, _guard, app, check_names, err, out
+from tileplan.cli.app import MAX_GROUP_HELP, OBJECTIVE_HELP, STRATEGY_HELP, _guard, app, check_names, err, out
 from tileplan.errors import TileplanError
 
 
@@ -23,7 +23,7 @@ def bench(
     fresh: int = typer.Option(3, "--fresh", min=0, help="Also time each plan as typed at the prompt: a new "
                               "`tileplan plan` process per run, the fastest of this many (0: skip)."),
     fuse: bool = typer.Option(False, "--fuse", help="Also time `plan --fuse` (fused groups; one more table)."),
-    max_group: int = typer.Option(4, "--max-group", help="With --fuse: largest fused group (layers)."),
+    max_group: int = typer.Option(4, "--max-group", help=MAX_GROUP_HELP),
 ) -> None:
     """Time planning of networks on presets: as typed at the prompt (a new process per run) and in this
     process (cold and warm wall time, CPU time), candidates, space, peak memory; the raw model

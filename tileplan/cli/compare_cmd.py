@@ -8,11 +8,15 @@ import typer
 
 from tileplan.cli.app import (
     ARCH_HELP,
+    BUDGET_HELP,
+    DEFAULT_BUDGET,
     KV_HELP,
+    MAX_GROUP_HELP,
     MODEL_HELP,
     NO_PRUNE_HELP,
     OBJECTIVE_HELP,
     PSUM_HELP,
+    SEED_HELP,
     SEQ_HELP,
     SET_HELP,
     _guard,
@@ -36,8 +40,8 @@ def compare(
     batch: int = typer.Option(1, "--batch", "-b", min=1, max=1024, help="Batch size (1 to 1024)."),
     seq: int | None = typer.Option(None, "--seq", help=SEQ_HELP),
     kv: int | None = typer.Option(None, "--kv", help=KV_HELP),
-    budget: int = typer.Option(20_000, min=1, max=2**21, help="Candidates for sampling strategies."),
-    seed: int = typer.Option(0, min=0, help="Seed for sampling strategies."),
+    budget: int | None = typer.Option(None, "--budget", min=1, max=2**21, help=BUDGET_HELP),
+    seed: int | None = typer.Option(None, "--seed", min=0, help=SEED_HELP),
     all_layers: bool = typer.Option(False, "--all", help="Also list layers that move no data."),
     jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
     json_path: Path | None = typer.Option(None, "--json", help="Write the comparison as JSON."),
@@ -50,25 +54,29 @@ def compare(
     fuse: bool = typer.Option(False, "--fuse", help="Compare fused plans (`plan --fuse`); rows are then blocks of "
                               "layers that every strategy covers with whole groups."),
     max_group: int | None = typer.Option(None, "--max-group", min=2,
-                                         help="Most layers in one fused group (with --fuse; default 4)."),
+                                         help=MAX_GROUP_HELP + " Default 4."),
 ) -> None:
     """Plan MODEL with each strategy and print, per layer and in total, latency, DRAM bytes, bursts,
     energy and each strategy's objective relative to the best."""
-    check_names(tuple(s.strip() for s in strategies.split(",") if s.strip()), objective)
+    check_names(tuple(s.strip() for s in strategies.split(",") if s.strip()), objective,
+                sampling=(("--budget", budget), ("--seed", seed)))
     from tileplan import api
     from tileplan.cli.guards import check_flags, check_outputs
     from tileplan.errors import TileplanError
     from tileplan.report.files import write_text_atomic
     from tileplan.report.tables import comparison_table
 
+    draws = DEFAULT_BUDGET if budget is None else budget  # candidates of a sampling strategy
+    draw_seed = 0 if seed is None else seed
+
     def work() -> None:
-        api.check_options(objective=objective, budget=budget, seed=seed, batch=batch)
+        api.check_options(objective=objective, budget=draws, seed=draw_seed, batch=batch)
         names = [s.strip() for s in strategies.split(",") if s.strip()]
         if not names:
             raise TileplanError(f"--strategies {strategies!r} names no strategy; give one or more, comma-separated")
         check_flags(names, fuse=fuse, max_group=max_group,
                     marvel_flags=[("--no-prune", no_prune), ("--max-parallel", max_parallel),
-                                  ("--min-utilization", min_utilization)])
+                                  ("--min-utilization", min_utilization)],)
         check_outputs([("--json", json_path), ("--csv", csv_path)], model=model, arch=arch)
         options = api.strategy_options(pruning=no_prune or (), max_parallel=max_parallel,
                                        min_utilization=min_utilization)
@@ -80,8 +88,9 @@ def compare(
             def tick(done: int, total: int, label: str) -> None:
                 bar.update(task, completed=done, total=total, label=label)
 
-            result = api.compare(network, machine, names, objective=objective, batch=batch, budget=budget, seed=seed,
-                                 jobs=jobs, fuse=fuse, max_group=max_group or 4, options=options, progress=tick)
+            result = api.compare(network, machine, names, objective=objective, batch=batch, budget=draws,
+                                 seed=draw_seed, jobs=jobs, fuse=fuse, max_group=max_group or 4, options=options,
+                                 progress=tick)
         out.print(comparison_table(result, show_all=all_layers))
         for fp in result.fused:
             out.print(f"{fp.base.strategy}: fused groups " + (", ".join(g.name for g in fp.groups) or "none"),

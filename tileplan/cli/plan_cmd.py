@@ -10,11 +10,15 @@ import typer
 
 from tileplan.cli.app import (
     ARCH_HELP,
+    BUDGET_HELP,
+    DEFAULT_BUDGET,
     KV_HELP,
+    MAX_GROUP_HELP,
     MODEL_HELP,
     NO_PRUNE_HELP,
     OBJECTIVE_HELP,
     PSUM_HELP,
+    SEED_HELP,
     SEQ_HELP,
     SET_HELP,
     STRATEGY_HELP,
@@ -50,8 +54,8 @@ def plan(
     batch: int = typer.Option(1, "--batch", "-b", min=1, max=1024, help="Batch size (1 to 1024)."),
     seq: int | None = typer.Option(None, "--seq", help=SEQ_HELP),
     kv: int | None = typer.Option(None, "--kv", help=KV_HELP),
-    budget: int = typer.Option(20_000, min=1, max=2**21, help="Candidates for sampling strategies."),
-    seed: int = typer.Option(0, min=0, help="Seed for sampling strategies."),
+    budget: int | None = typer.Option(None, "--budget", min=1, max=2**21, help=BUDGET_HELP),
+    seed: int | None = typer.Option(None, "--seed", min=0, help=SEED_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help="Search every layer, even identical ones."),
     skip_unsupported: bool = typer.Option(False, "--skip-unsupported",
                                           help="Pass unsupported ONNX operators through with a warning."),
@@ -61,9 +65,10 @@ def plan(
     csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer."),
     plots_dir: Path | None = typer.Option(None, "--plots", help="Write the plan's figures (roofline, traffic, "
                                           "time, layer graph) as PNG and SVG into this folder."),
-    fuse: bool = typer.Option(False, "--fuse", help="Also fuse chains of layers (intermediate maps stay on chip)."),
-    max_group: int | None = typer.Option(None, "--max-group", help="Most layers in one fused group (with --fuse; "
-                                         "default 4, 2 with --strategy hwff as HW-Flow-Fusion's Table 5)."),
+    fuse: bool = typer.Option(False, "--fuse", help="Also fuse groups of layers: chains, residual blocks, "
+                              "attention and MLP blocks (the maps between them stay on chip)."),
+    max_group: int | None = typer.Option(None, "--max-group", help=MAX_GROUP_HELP + " Default 4; 2 "
+                                         "with --strategy hwff, as HW-Flow-Fusion's Table 5."),
     no_prune: list[str] | None = typer.Option(None, "--no-prune", help=NO_PRUNE_HELP),
     max_parallel: int | None = typer.Option(None, "--max-parallel",
                                             help="marvel*: most dimensions that fan out over the PEs (default 3)."),
@@ -79,18 +84,21 @@ def plan(
 ) -> None:
     """Find the best mapping of every layer of MODEL and print a per-layer table with totals
     (with --fuse: the best cut into fused groups and single layers)."""
-    check_names((strategy,), objective)
+    check_names((strategy,), objective, sampling=(("--budget", budget), ("--seed", seed)))
     from tileplan import api
     from tileplan.cli.guards import check_flags, check_outputs
     from tileplan.interop.tlyaml import timeloop_keys
     from tileplan.report.files import check_output_folder, make_output_folder, write_text_atomic
     from tileplan.report.tables import plan_csv, plan_summary, plan_table
 
+    draws = DEFAULT_BUDGET if budget is None else budget  # candidates of a sampling strategy
+    draw_seed = 0 if seed is None else seed
+
     def work() -> None:
-        api.check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch, fuse=fuse)
+        api.check_options(strategy=strategy, objective=objective, budget=draws, seed=draw_seed, batch=batch, fuse=fuse)
         check_flags([strategy], fuse=fuse, fix_partition=fix_partition, fix_schedule=fix_schedule,
                     max_group=max_group, marvel_flags=[("--no-prune", no_prune), ("--max-parallel", max_parallel),
-                                                       ("--min-utilization", min_utilization)])
+                                                       ("--min-utilization", min_utilization)],)
         group_limit = max_group if max_group is not None else (2 if strategy == "hwff" else 4)
         # fail before a long search, not after it
         check_outputs([("--json", json_path), ("--csv", csv_path)], model=model, arch=arch)
@@ -117,11 +125,12 @@ def plan(
                 bar.update(task, completed=done, total=total, label=label)
 
             if fuse:
-                fused = api.plan_fused(network, machine, strategy=strategy, objective=objective, budget=budget,
-                                       seed=seed, cache=not no_cache, jobs=jobs, max_group=group_limit, progress=tick)
+                fused = api.plan_fused(network, machine, strategy=strategy, objective=objective, budget=draws,
+                                       seed=draw_seed, cache=not no_cache, jobs=jobs, max_group=group_limit,
+                                       progress=tick)
             else:
-                result = api.plan(network, machine, strategy=strategy, objective=objective, budget=budget,
-                                  seed=seed, cache=not no_cache, jobs=jobs, progress=tick, dram_model=dram_model,
+                result = api.plan(network, machine, strategy=strategy, objective=objective, budget=draws,
+                                  seed=draw_seed, cache=not no_cache, jobs=jobs, progress=tick, dram_model=dram_model,
                                   options=options)
         if fuse:
             _print_fused(fused, network, json_path, csv_path)

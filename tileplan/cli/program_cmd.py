@@ -139,7 +139,8 @@ def verify(
                                      "exhaustively, or as --strategy hwff partitions the PE array)."),
     backend: str = typer.Option("numpy", "--backend", "-b", help="numpy (the Python executor runs each program) | "
                                 "c (each program compiled as C99 with cc -lm and run; it counts its own bytes "
-                                "and bursts)."),
+                                "and bursts; with --group the fused program's C, on its own deterministic "
+                                "operands)."),
 ) -> None:
     """Plan, emit, execute and check every distinct layer: bit-exact output, and the DRAM bytes and
     bursts the program moved equal to what the model predicted (with --group: one fused group)."""
@@ -152,10 +153,10 @@ def verify(
         if backend not in ("numpy", "c"):
             raise TileplanError(f"unknown --backend {backend!r}; choose numpy or c")
         if group is not None:
-            if backend != "numpy":
-                raise TileplanError("--backend c verifies single layers; a fused group's C program checks "
-                                    "itself: emit it with --group ... --target c, compile and run it")
-            _verify_group(model, arch, sets, group, strategy, objective, seed, seq, kv)
+            if backend == "c" and seed:
+                raise TileplanError("a fused group's C program makes its own deterministic operands: drop --seed "
+                                    "with --backend c")
+            _verify_group(model, arch, sets, group, strategy, objective, seed, seq, kv, backend)
             return
         check = verify_layer
         if backend == "c":
@@ -205,21 +206,34 @@ def verify(
 
 
 def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, strategy: str, objective: str,
-                  seed: int, seq: int | None = None, kv: int | None = None) -> None:
+                  seed: int, seq: int | None = None, kv: int | None = None, backend: str = "numpy") -> None:
     from rich.table import Table
 
     from tileplan import api
     from tileplan.fusion.transformer_program import verify_group
 
+    if backend == "c":
+        from tileplan.program.cverify import compiler
+
+        compiler()  # no compiler: one line before planning
     a = api.load_arch(arch, sets or ())
     with _progress() as bar:
         bar.add_task("searching the fused group", total=None, label=names)
         fused, res = api.plan_group(model, a, names.split("+"), objective=objective, strategy=strategy, seq=seq,
                                     kv=kv)
     with _progress() as bar:
-        bar.add_task("executing the fused program", total=None, label=names)
-        v = verify_group(fused, a, res.mapping, seed=seed)
-    table = Table(title=f"verify fused {fused.name} on {a.name}: {res.mapping.describe(fused)}")
+        bar.add_task("executing the fused program" + (" as C" if backend == "c" else ""), total=None, label=names)
+        if backend == "c":
+            from tileplan.fusion.cverify import verify_group_c
+
+            if fused.is_block:
+                raise TileplanError(f"fused group {fused.name} has branches (a block group): its program has no C; "
+                                    f"verify it with --backend numpy")
+            v = verify_group_c(fused, a, res.mapping)
+        else:
+            v = verify_group(fused, a, res.mapping, seed=seed)
+    table = Table(title=f"verify fused {fused.name} on {a.name}" + (" (C program)" if backend == "c" else "")
+                  + f": {res.mapping.describe(fused)}")
     for c in ("", "input B", "weight B", "output B", "bursts", "MACs"):
         table.add_column(c, justify="left" if not c else "right")
     for label, rd, wr, bu, macs in (("predicted", v.predicted_read_bytes, v.predicted_write_bytes,
@@ -229,7 +243,8 @@ def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, str
         table.add_row(label, f"{rd[0]:,}", f"{rd[1]:,}", f"{rd[2] + wr:,}", f"{sum(bu):,}", f"{macs:,}")
     out.print(table)
     peaks = ", ".join(f"{name} {b:,} B (model {v.footprint_bytes[name]:,} B)" for name, b in v.peak_bytes.items())
-    out.print(f"{v.instructions:,} instructions; on-chip peak {peaks}; output "
+    peaks = f"on-chip peak {peaks}" if peaks else "on-chip occupancy is checked by --backend numpy"
+    out.print(f"{v.instructions:,} instructions; {peaks}; output "
               + (("within 1e-9 of the block computed in numpy" if fused.transformer is not None else
                   "bit-exact against the layers run one by one") if v.bit_exact else "[red]DIFFERS[/]")
               + ("; counted traffic and MACs equal the model" if v.ok else "; [red]FAIL[/]")

@@ -8,9 +8,13 @@ import typer
 
 from tileplan.cli.app import (
     ARCH_HELP,
+    BUDGET_HELP,
+    DEFAULT_BUDGET,
     KV_HELP,
+    MAX_GROUP_HELP,
     MODEL_HELP,
     PSUM_HELP,
+    SEED_HELP,
     SEQ_HELP,
     SET_HELP,
     _guard,
@@ -34,26 +38,29 @@ def report(
     batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
     seq: int | None = typer.Option(None, "--seq", help=SEQ_HELP),
     kv: int | None = typer.Option(None, "--kv", help=KV_HELP),
-    budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
-    seed: int = typer.Option(0, help="Seed for sampling strategies."),
+    budget: int | None = typer.Option(None, "--budget", help=BUDGET_HELP),
+    seed: int | None = typer.Option(None, "--seed", help=SEED_HELP),
     skip_unsupported: bool = typer.Option(False, "--skip-unsupported",
                                           help="Pass unsupported ONNX operators through with a warning."),
     jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
-    fuse: bool = typer.Option(False, "--fuse", help="Also fuse chains of layers (`plan --fuse`) and report the "
+    fuse: bool = typer.Option(False, "--fuse", help="Also fuse groups of layers (`plan --fuse`) and report the "
                               "groups with their DRAM saving."),
     max_group: int | None = typer.Option(None, "--max-group", min=2,
-                                         help="Most layers in one fused group (with --fuse; default 4)."),
+                                         help=MAX_GROUP_HELP + " Default 4."),
 ) -> None:
     """Plan MODEL and write one self-contained HTML page: summary, machine, a sortable per-layer table,
     the figures, fusion groups, the gap to the lower bounds and warnings (no network access needed)."""
-    check_names((strategy,), objective)
+    check_names((strategy,), objective, sampling=(("--budget", budget), ("--seed", seed)))
     from tileplan import api
     from tileplan.cli.guards import check_flags, check_outputs
     from tileplan.report.files import write_text_atomic
     from tileplan.report.html import build_report
 
+    draws = DEFAULT_BUDGET if budget is None else budget  # candidates of a sampling strategy
+    draw_seed = 0 if seed is None else seed
+
     def work() -> None:
-        api.check_options(strategy=strategy, objective=objective, budget=budget, seed=seed, batch=batch, fuse=fuse)
+        api.check_options(strategy=strategy, objective=objective, budget=draws, seed=draw_seed, batch=batch, fuse=fuse)
         check_flags([strategy], fuse=fuse, max_group=max_group)
         check_outputs([("--output", output)], model=model, arch=arch)
         machine = api.load_arch(arch, machine_sets(sets, psum_bytes))
@@ -66,12 +73,12 @@ def report(
 
             if fuse:
                 fused = api.plan_fused(network, machine, strategy=strategy, objective=objective, batch=batch,
-                                       budget=budget, seed=seed, jobs=jobs, max_group=max_group or 4, progress=tick)
+                                       budget=draws, seed=draw_seed, jobs=jobs, max_group=max_group or 4, progress=tick)
                 result = fused.base
             else:
                 fused = None
                 result = api.plan(network, machine, strategy=strategy, objective=objective, batch=batch,
-                                  budget=budget, seed=seed, jobs=jobs, progress=tick)
+                                  budget=draws, seed=draw_seed, jobs=jobs, progress=tick)
         write_text_atomic(output, build_report(result, machine, network, overrides=machine_sets(sets, psum_bytes),
                                                fused_plan=fused))
         latency, dram = (fused.latency_cycles, fused.dram_bytes) if fused else (result.latency_cycles,

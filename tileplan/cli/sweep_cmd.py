@@ -7,7 +7,18 @@ from pathlib import Path
 
 import typer
 
-from tileplan.cli.app import ARCH_HELP, _guard, _progress, app, err, out
+from tileplan.cli.app import (
+    ARCH_HELP,
+    BUDGET_HELP,
+    DEFAULT_BUDGET,
+    SEED_HELP,
+    _guard,
+    _progress,
+    app,
+    check_names,
+    err,
+    out,
+)
 
 
 @app.command()
@@ -25,12 +36,14 @@ def sweep(
     jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Points planned at once (default: every "
                                     "CPU)."),
     batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
-    budget: int = typer.Option(20_000, help="Candidates for sampling strategies."),
-    seed: int = typer.Option(0, help="Seed for sampling strategies."),
+    budget: int | None = typer.Option(None, "--budget", help=BUDGET_HELP),
+    seed: int | None = typer.Option(None, "--seed", help=SEED_HELP),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="Draw the objective over the grid next to the CSV."),
 ) -> None:
     """Plan every point of the grid (machine overrides x models x strategies x objectives), one CSV row
     per point written as it finishes; run the same command again to resume an interrupted sweep."""
+    check_names(tuple(s.strip() for s in strategies.split(",") if s.strip()),
+                sampling=(("--budget", budget), ("--seed", seed)))
     from tileplan import api
     from tileplan.cli.guards import check_outputs
     from tileplan.errors import TileplanError
@@ -48,13 +61,16 @@ def sweep(
     def names(text: str) -> tuple[str, ...]:
         return tuple(dict.fromkeys(s.strip() for s in text.split(",") if s.strip()))
 
+    draws = DEFAULT_BUDGET if budget is None else budget  # candidates of a sampling strategy
+    draw_seed = 0 if seed is None else seed
+
     def work() -> None:
         for flag, text in (("MODELS", models), ("--strategies", strategies), ("--objectives", objectives)):
             if not names(text):
                 raise TileplanError(f"{flag} {text!r} names nothing: the sweep would have 0 points; give one or "
                                     f"more, comma-separated")
         for s in names(strategies):
-            api.check_options(strategy=s, budget=budget, seed=seed, batch=batch)
+            api.check_options(strategy=s, budget=draws, seed=draw_seed, batch=batch)
         for o in names(objectives):
             api.check_options(objective=o)
         check_outputs([("--output", output)], arch=arch,
@@ -63,7 +79,7 @@ def sweep(
         if backend == "ray":
             check_ray_address(address)
         grid = Sweep(api.load_arch(arch), names(models), names(strategies), names(objectives),
-                     tuple(parse_axes(sets or ())), budget=budget, seed=seed, batch=batch)
+                     tuple(parse_axes(sets or ())), budget=draws, seed=draw_seed, batch=batch)
         grid.validate()
         total = len(grid.points())
         start = time.monotonic()

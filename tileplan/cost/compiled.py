@@ -3,12 +3,14 @@
 numba's own 'workqueue' threads: no TBB or OpenMP needed).
 
 When the compiled loops run instead of their numpy twins (bit-identical results) is ``cost.jit``'s
-rule: by default once numba's on-disk cache holds them, which ``make venv`` (``tileplan.warmup``) or the
-first command-line run (``tileplan.warmup.compile_in_background``) sees to; ``TILEPLAN_KERNEL=numba`` compiles
-them here if need be, ``=numpy`` never runs them. numba's cache is keyed by ``cost/kernel.py`` (where
-the compiled loops are written; ``cost.jit`` also drops it when a module compiled into them,
-``kernel.INLINED_FROM``, is newer): after changing how this module compiles them, delete
-``tileplan/cost/__pycache__/*.nb*``.
+rule: by default when their extension built at install is there (:data:`EXTENSION`, ``cost.aot``:
+the same loops, loaded without numba, on one thread) or numba's on-disk cache holds them, which ``make
+venv`` (``tileplan.warmup``) or the first command-line run (``tileplan.warmup.compile_in_background``)
+sees to; ``TILEPLAN_KERNEL=numba`` compiles them here if need be, ``=numpy`` never runs them.
+numba's cache is keyed by ``cost/kernel.py`` (where the compiled loops are written; ``cost.jit`` also
+drops it when a module compiled into them, ``kernel.INLINED_FROM``, is newer): after changing how this
+module compiles them, delete ``tileplan/cost/__pycache__/*.nb*``. The extension's key hashes this
+module's source too, so it goes stale by itself.
 """
 
 from __future__ import annotations
@@ -20,21 +22,44 @@ from typing import Any
 
 import numpy as np
 
-from tileplan.cost import jit, kernel
+from tileplan.cost import aot, jit, kernel
 from tileplan.cost.batch import CostBatch
 from tileplan.cost.finish import cost_batch
 from tileplan.cost.flat import hoist_words
 from tileplan.cost.jit import mode
 
+#: numba's error model of the loops (:func:`_jit`; the extension is compiled with it too).
+ERROR_MODEL = "numpy"
+#: The kernel's loops built at install as an extension module (``cost.aot``): its machine code is
+#: decided by the loops' module, the modules inlined into them and this one (the compile options and
+#: the scalar twins registered with numba).
+EXTENSION = aot.Extension("kernel_aot", "tileplan.cost.kernel", ("model_loop", "unroll_loop"),
+                          ("tileplan.cost.kernel", *kernel.INLINED_FROM, __name__), nrt=False)
+
+
+def built() -> dict[str, aot.Loop] | None:
+    """The kernel's loops from its extension (``cost.jit.extension``), or None."""
+    return jit.extension(EXTENSION, {"model_loop": loop, "unroll_loop": unroll_loop})
+
 
 def wanted() -> bool:
     """Whether the model's loop (``kernel.model_loop``) runs compiled now (``cost.jit.ready``)."""
-    return jit.ready(kernel.model_loop, loop)
+    return jit.ready(kernel.model_loop, loop, built)
 
 
 def unroll_wanted() -> bool:
     """Whether the best-unroll loop (``kernel.unroll_loop``) runs compiled now."""
-    return jit.ready(kernel.unroll_loop, unroll_loop)
+    return jit.ready(kernel.unroll_loop, unroll_loop, built)
+
+
+def _runner(name: str, loader: Callable[[], Callable[..., None] | None]) -> tuple[Callable[..., None], int]:
+    """The compiled loop ``name`` to call (the extension's, else numba's) and the threads it runs on."""
+    ext = built()
+    if ext is not None:
+        return ext[name], 1
+    compiled = loader()
+    assert compiled is not None
+    return compiled, threads()
 
 
 @cache
@@ -86,7 +111,7 @@ def _jit() -> Callable[[Callable[..., None]], Callable[..., None]] | None:
     # The loops allocate nothing (scratch comes from the caller), so they need no reference counting,
     # which would otherwise cost atomic increments on every table of the inlined functions' arguments.
     # Divisors are never zero (tile sizes, bursts and lanes are positive): no zero-division checks.
-    options: dict[str, Any] = {"parallel": True, "cache": True, "_nrt": False, "error_model": "numpy"}
+    options: dict[str, Any] = {"parallel": True, "cache": True, "_nrt": False, "error_model": ERROR_MODEL}
     jit: Callable[[Callable[..., None]], Callable[..., None]] = numba.njit(**options)
     return jit
 
@@ -125,8 +150,8 @@ def _same(fn: Callable[..., Any]) -> Callable[..., Callable[..., Any]]:
 
 
 def threads() -> int:
-    """Threads the compiled loops use."""
-    if loop() is None:
+    """Threads the compiled loops use (one on the extension)."""
+    if built() is not None or loop() is None:
         return 1
     import numba
 
@@ -134,19 +159,20 @@ def threads() -> int:
 
 
 def set_threads(n: int) -> None:
-    """Use at most ``n`` threads in the compiled loops (e.g. 1 inside each of several worker processes)."""
-    if loop() is None:
+    """Use at most ``n`` threads in the compiled loops (e.g. 1 inside each of several worker processes;
+    the extension's run on one)."""
+    if built() is not None or loop() is None:
         return
     import numba
 
     numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
 
 
-def _scratch(K: Any, n: int) -> list[np.ndarray]:
+def _scratch(K: Any, n: int, threads: int) -> list[np.ndarray]:
     """Flat scratch tables of the loops' parallel blocks (``kernel.scratch_sizes``), one block per
     ``n / (8 threads)`` candidates; 8 spare entries keep blocks run by different threads off each
     other's cache lines."""
-    chunks = max(1, min(n, 8 * threads()))
+    chunks = max(1, min(n, 8 * threads))
     return [np.zeros((chunks, size + 8), dtype=np.float64 if k == 1 else np.int64)
             for k, size in enumerate(kernel.scratch_sizes(len(K.kcount)))]
 
@@ -167,8 +193,7 @@ def evaluate(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, o
              layouts: np.ndarray, macs: int, peak_macs_per_cycle: int) -> CostBatch:
     """Full costs of every candidate (``CostBatch``; the loop writes its arrays directly: stages two and
     three per candidate)."""
-    compiled = loop()
-    assert compiled is not None
+    compiled, threads = _runner("model_loop", loop)
     n = len(tiles)
     rd = np.empty((n, 3))
     wr = np.empty(n)
@@ -178,30 +203,28 @@ def evaluate(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, o
     fp = np.empty((n, len(K.cap)), dtype=np.int64)
     feas = np.empty(n, dtype=np.bool_)
     compiled(K, _ints(tiles), _read_only(hoist_words(hoist)), _ints(unroll), _ints(layouts), _ints(order), _NO_ORDERS,
-             0, True, _NO_KEYS, rd, wr, bu, cyc, en, fp, feas.view(np.int8), *_scratch(K, n))
+             0, True, _NO_KEYS, rd, wr, bu, cyc, en, fp, feas.view(np.int8), *_scratch(K, n, threads))
     return cost_batch(feas, fp, rd, wr, bu, cyc, en, macs, peak_macs_per_cycle)
 
 
 def orders(K: Any, tiles: np.ndarray, hoist: np.ndarray, unroll: np.ndarray, layouts: np.ndarray,
            order_table: np.ndarray, objective: int) -> np.ndarray:
     """(n, orders) objective of every candidate under every loop order (``inf`` where it does not fit)."""
-    compiled = loop()
-    assert compiled is not None
+    compiled, threads = _runner("model_loop", loop)
     n = len(tiles)
     keys = np.empty((n, len(order_table)))
     compiled(K, _ints(tiles), _read_only(hoist_words(hoist)), _ints(unroll), _ints(layouts), _NO_ORDERS,
-             _ints(order_table), objective, False, keys, *_NO_COSTS(len(K.cap)), *_scratch(K, n))
+             _ints(order_table), objective, False, keys, *_NO_COSTS(len(K.cap)), *_scratch(K, n, threads))
     return keys
 
 
 def unroll_choice(K: Any, tiles: np.ndarray, options: np.ndarray) -> np.ndarray:
     """(n,) index of the first of the unroll ``options`` ((k, 8)) with the fewest compute cycles for
     each tile vector of ``tiles`` ((n, 8); ``kernel.unroll_loop``)."""
-    compiled = unroll_loop()
-    assert compiled is not None
+    compiled, threads = _runner("unroll_loop", unroll_loop)
     n = len(tiles)
     choice = np.empty(n, dtype=np.int64)
-    compiled(K, _ints(tiles), _ints(options), choice, _scratch(K, n)[3])
+    compiled(K, _ints(tiles), _ints(options), choice, _scratch(K, n, threads)[3])
     return choice
 
 
@@ -217,9 +240,10 @@ def _NO_COSTS(memories: int) -> tuple[np.ndarray, ...]:
 
 
 def load_cached() -> None:
-    """Load the kernel's compiled loops that numba's on-disk cache holds (never compiling; nothing under
-    ``TILEPLAN_KERNEL=numpy``), e.g. before forking worker processes, which then inherit them."""
-    if mode() == "numpy":
+    """Load the kernel's extension, or else its compiled loops that numba's on-disk cache holds (never
+    compiling; nothing under ``TILEPLAN_KERNEL=numpy``), e.g. before forking worker processes, which
+    then inherit them."""
+    if mode() == "numpy" or built() is not None:
         return
     for fn, loader in ((kernel.model_loop, loop), (kernel.unroll_loop, unroll_loop)):
         if jit.on_disk(fn) and loader() is not None:

@@ -5,12 +5,14 @@ venv`` does it; numba caches the result on disk, next to the source). Until then
 numpy twin with bit-identical results, fast enough for whole networks (ResNet-50 on ``nmp`` in about
 10 s instead of 2), so by default nothing waits for the compiler:
 
-- ``TILEPLAN_KERNEL=auto`` (the default): a loop runs compiled when it is loaded in this process or
-  numba's on-disk cache holds it, compiled from its current source for this CPU; otherwise its numpy
-  twin runs. The command line then compiles every loop in a separate, low-priority process
+- ``TILEPLAN_KERNEL=auto`` (the default): a loop runs compiled when its module's extension, built at
+  install from its current source for this CPU, is there (``cost.aot``: loaded without numba), or
+  when it is loaded in this process or numba's on-disk cache holds it; otherwise its numpy twin runs.
+  The command line then compiles every loop in a separate, low-priority process
   (:func:`compile_in_background`); a run re-reads the cache every few seconds, so even a long run
   switches to the compiled loops when they are ready.
-- ``TILEPLAN_KERNEL=numba``: always compiled (compiling here, if need be).
+- ``TILEPLAN_KERNEL=numba``: always numba's compiled loops (compiling here, if need be; never the
+  extension).
 - ``TILEPLAN_KERNEL=numpy``: never compiled.
 """
 
@@ -26,6 +28,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from tileplan.cost import aot
 
 #: Seconds between two reads of numba's cache for a loop it does not hold yet.
 RECHECK_S = 5.0
@@ -96,8 +100,9 @@ def cached_signatures(py_func: Callable[..., Any]) -> list[tuple[Any, ...]]:
     return [k[0] for k, _ in entries]
 
 
-#: Corrupt cache files removed in this process: (index file, what was wrong).
-HEALED: list[tuple[str, str]] = []
+#: Corrupt cache files (numba's, and the extensions of ``cost.aot``) removed in this process: (index
+#: file or library, what was wrong).
+HEALED: list[tuple[str, str]] = aot.HEALED
 
 
 def _inlined_newer(py_func: Callable[..., Any], index_path: Path) -> bool:
@@ -176,13 +181,22 @@ def load(dispatcher: Any, py_func: Callable[..., Any]) -> None:
             del context.refresh
 
 
-def ready(py_func: Callable[..., Any], loader: Any) -> bool:
+def extension(ext: aot.Extension, fallbacks: dict[str, Callable[[], Any]]) -> dict[str, aot.Loop] | None:
+    """The loops of ``ext`` built at install (``cost.aot.load``) when the mode is ``auto`` and it is
+    there for the current sources; else None."""
+    return aot.load(ext, fallbacks) if mode() == "auto" else None
+
+
+def ready(py_func: Callable[..., Any], loader: Any, built: Callable[[], Any] | None = None) -> bool:
     """Whether the compiled ``py_func`` should run now (see the module's docstring); ``loader`` is the
-    ``functools.cache``-wrapped function that returns it compiled (None when numba is missing). A loop
-    numba's cache holds is loaded here, before its first call (:func:`load`)."""
+    ``functools.cache``-wrapped function that returns it compiled (None when numba is missing),
+    ``built`` the function returning its extension's loops (:func:`extension`). A loop numba's cache
+    holds is loaded here, before its first call (:func:`load`)."""
     m = mode()
     if m == "numpy":
         return False
+    if built is not None and built() is not None:
+        return True
     cached = on_disk(py_func)
     if m == "auto" and not (loader.cache_info().currsize or cached):
         return False
@@ -204,12 +218,13 @@ def cache_folder(py_func: Callable[..., Any]) -> Path | None:
         return None
 
 
-def compile_in_background(loops: list[Callable[..., Any]], lock_dir: Path | None) -> bool:
+def compile_in_background(loops: list[Callable[..., Any]], lock_dir: Path | None, *, build: bool = False) -> bool:
     """Start ``python -m tileplan.warmup --background LOCK`` (low priority, detached from the
     terminal, so Ctrl-C on this command does not stop it) when the mode is ``auto`` and numba's cache
-    lacks one of ``loops``. A lock file in ``lock_dir`` keeps it to one such process at a time.
-    True when a compile is running in the background (started now or earlier)."""
-    if mode() != "auto" or lock_dir is None or all(on_disk(f) for f in loops):
+    lacks one of ``loops`` (or ``build``: an extension is to be built). A lock file in ``lock_dir``
+    keeps it to one such process at a time. True when a compile is running in the background (started
+    now or earlier)."""
+    if mode() != "auto" or lock_dir is None or not build and all(on_disk(f) for f in loops):
         return False
     lock = lock_dir / LOCK_NAME
     try:

@@ -201,11 +201,34 @@ def max_extent(ax: AxisTiles, ext: np.ndarray) -> np.ndarray:
     return np.max(np.where(ax.valid, ext, 0), axis=1)
 
 
-def block_segments(network: Network, max_group: int, known: Sequence[tuple[int, int]] = ()
-                   ) -> dict[tuple[int, int], FusedGroup]:
-    """Block groups of 2..``max_group`` consecutive layers of ``network``'s topological order, as
-    ``{(start, end): group}`` (layers ``start..end-1``), leaving out the segments in ``known`` (the
-    legal chains: a chain whose add reads its input is already a block, :func:`group_of`)."""
+def group_length(layers: Sequence[Layer], *, count_joins: bool = False) -> int:
+    """A group's length as ``max_group`` (``--max-group``) bounds it: its layers with a compute
+    window (convolutions of every kind, pools; a transformer block is bounded by nothing), not the
+    element-wise adds and concats (``MERGING``) joining their outputs, which ride along -- a residual
+    basic block (two 3x3 convolutions and the add; a downsampling one also its 1x1 shortcut) is 2
+    (3) long. ``count_joins``: count the joins too (every layer; the rule before issue 27, which the
+    Ye et al. experiment keeps for its published numbers)."""
+    return sum(1 for x in layers if count_joins or x.op not in MERGING)
+
+
+def group_ends(layers: Sequence[Layer], start: int, max_group: int, *, count_joins: bool = False) -> range:
+    """The ends (exclusive) of the segments of two or more layers of ``layers`` starting at ``start``
+    whose :func:`group_length` is at most ``max_group`` (joins after the last counted layer included)."""
+    end, count = start, 0
+    while end < len(layers):
+        count += 1 if count_joins or layers[end].op not in MERGING else 0
+        if count > max_group:
+            break
+        end += 1
+    return range(start + 2, end + 1)
+
+
+def block_segments(network: Network, max_group: int, known: Sequence[tuple[int, int]] = (), *,
+                   count_joins: bool = False) -> dict[tuple[int, int], FusedGroup]:
+    """Block groups of two or more consecutive layers of ``network``'s topological order, at most
+    ``max_group`` long (:func:`group_length`), as ``{(start, end): group}`` (layers ``start..end-1``),
+    leaving out the segments in ``known`` (the legal chains: a chain whose add reads its input is
+    already a block, :func:`group_of`)."""
     readers: dict[str, list[str]] = {}
     for layer in network.layers:
         for src in layer.inputs:
@@ -216,7 +239,7 @@ def block_segments(network: Network, max_group: int, known: Sequence[tuple[int, 
     for start in range(len(layers) - 1):
         if layers[start].op not in FUSIBLE and layers[start].op not in MERGING:
             continue
-        for end in range(start + 2, min(len(layers), start + max_group) + 1):
+        for end in group_ends(layers, start, max_group, count_joins=count_joins):
             if layers[end - 1].op not in FUSIBLE and layers[end - 1].op not in MERGING:
                 break
             if (start, end) in skip:

@@ -29,11 +29,13 @@ _OPS = ["LOAD_INPUT", "LOAD_SIDE", "LOAD_WEIGHT", "COMPUTE", "STORE", "DROP", "F
 
 
 def emit_fused_c(prog: FusedProgram) -> str:
-    """The C99 source running ``prog`` (see the module); compiles with ``cc -std=c99 -Wall -Wextra``."""
+    """The C99 source running ``prog`` (see the module; an attention or MLP block's:
+    ``fusion.transformer_cgen``); compiles with ``cc -std=c99 -Wall -Wextra`` (a block links with ``-lm``)."""
     group, layers = prog.group, prog.layers
     if group.transformer is not None:
-        raise TileplanError(f"{group.name} is a fused {group.transformer.kind.value} block: its program runs as text "
-                            f"(--target ir) and in `verify --group`, not as C99 yet")
+        from tileplan.fusion.transformer_cgen import emit_transformer_c
+
+        return emit_transformer_c(prog)
     if group.is_block:
         raise TileplanError(f"fused group {group.name} has branches (a block group): C is emitted for chains only; "
                             f"emit it with --target ir or run it with verify --group")

@@ -4,8 +4,10 @@ Candidate groups follow HW-Flow-Fusion §4.4: from a start layer, grow the group
 time (two layers first) while it stays a legal chain (``group.chain_error``: a group never hides a
 map another branch reads from DRAM; an add's or a concat's other inputs are read from DRAM, which
 is legal: their producers come earlier in the topological order and wrote them) and some fused
-mapping fits on chip, up to ``max_group`` layers. ``every_start`` (default) starts at every layer;
-without it, as the paper does, the next start is the first layer that could not be fused.
+mapping fits on chip, up to ``max_group`` long (``block.group_length``: the layers with a compute
+window -- convolutions, pools -- not the adds and concats joining them). ``every_start`` (default)
+starts at every layer; without it, as the paper does, the next start is the first layer that could
+not be fused.
 Identical groups (same layer signatures and DRAM-input places) are searched once.
 
 The cut is a dynamic programme over the topological order: ``best[i]`` is the best plan of the
@@ -23,7 +25,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from tileplan.arch.spec import Arch
-from tileplan.fusion.block import block_segments, group_of
+from tileplan.fusion.block import block_segments, group_ends, group_of
 from tileplan.fusion.group import FusedGroup, chain_error
 from tileplan.fusion.plan import FusionPlan, GroupPlan, sum_costs
 from tileplan.fusion.search import GroupResult, search_group_sizes
@@ -70,23 +72,26 @@ def _search(args: tuple[FusedGroup, Sequence[Arch], Objective, GroupSearch | Non
 
 def candidate_groups(network: Network, arch: Arch, objective: Objective, *, max_group: int = 4,
                      every_start: bool = True, jobs: int = 1, progress: Progress | None = None,
-                     searcher: GroupSearch | None = None, merges: bool | None = None
+                     searcher: GroupSearch | None = None, merges: bool | None = None, count_joins: bool = False
                      ) -> dict[tuple[int, int], tuple[GroupResult, str | None]]:
     """Feasible groups as ``{(start, end): (result, cached_from)}`` (layers ``start..end-1``).
 
-    Every legal chain of 2..``max_group`` layers is searched once per distinct signature (in
+    Every legal chain of two or more layers, at most ``max_group`` long (``block.group_length``;
+    ``count_joins``: adds and concats count too), is searched once per distinct signature (in
     ``jobs`` processes); the §4.4 growth rule is then applied to the results. ``merges``: whether
     adds and concats may join groups (their other inputs read from DRAM); by default only with the
     general search (``searcher`` None) -- the papers' restricted searches fuse windowed chains.
     """
     return candidate_groups_sizes(network, [arch], objective, max_group=max_group, every_start=every_start,
-                                  jobs=jobs, progress=progress, searcher=searcher, merges=merges)[0]
+                                  jobs=jobs, progress=progress, searcher=searcher, merges=merges,
+                                  count_joins=count_joins)[0]
 
 
 def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: Objective, *, max_group: int = 4,
                            every_start: bool = True, jobs: int = 1, progress: Progress | None = None,
                            searcher: GroupSearch | None = None, sizes_searcher: SizesSearch | None = None,
-                           merges: bool | None = None) -> list[dict[tuple[int, int], tuple[GroupResult, str | None]]]:
+                           merges: bool | None = None, count_joins: bool = False
+                           ) -> list[dict[tuple[int, int], tuple[GroupResult, str | None]]]:
     """``candidate_groups`` for each of ``archs`` (accelerators that differ only in on-chip capacity),
     every distinct chain searched once for all of them (``sizes_searcher``, default
     ``search_group_sizes``; a one-accelerator ``searcher`` is run per accelerator). ``merges`` by
@@ -99,7 +104,7 @@ def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: O
     groups: dict[tuple[object, ...], FusedGroup] = {}
     chains: dict[tuple[int, int], tuple[object, ...]] = {}
     for start in range(n - 1):
-        for end in range(start + 2, min(n, start + max_group) + 1):
+        for end in group_ends(layers, start, max_group, count_joins=count_joins):
             chain = list(layers[start:end])
             if chain_error(chain, network, merges=merge) is not None:
                 break
@@ -110,7 +115,7 @@ def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: O
                 owner[key] = group.name
                 groups[key] = group
                 todo.append(key)
-    blocks = block_segments(network, max_group, list(chains)) if merge else {}
+    blocks = block_segments(network, max_group, list(chains), count_joins=count_joins) if merge else {}
     for seg, group in blocks.items():  # branches and joins (``fusion.block``), beside the chains
         key = group.signature()
         chains[seg] = key
@@ -225,24 +230,26 @@ def choose_cut(objective: Objective, singles: list[np.ndarray], groups: dict[tup
 
 def plan_fusion(network: Network, arch: Arch, base: NetworkPlan, objective: Objective | str, *,
                 max_group: int = 4, every_start: bool = True, jobs: int = 1,
-                progress: Progress | None = None, searcher: GroupSearch | None = None) -> FusionPlan:
+                progress: Progress | None = None, searcher: GroupSearch | None = None,
+                count_joins: bool = False) -> FusionPlan:
     """Fusion groups for ``network`` (already at the arch's precision) given its unfused ``base`` plan
-    (``searcher``: how a candidate group is searched, default the whole fused space)."""
+    (``searcher``: how a candidate group is searched, default the whole fused space; ``max_group``
+    and ``count_joins``: ``candidate_groups``)."""
     obj = Objective(objective)
     found = candidate_groups(network, arch, obj, max_group=max_group, every_start=every_start, jobs=jobs,
-                             progress=progress, searcher=searcher)
+                             progress=progress, searcher=searcher, count_joins=count_joins)
     return _plan(network, arch, base, obj, found, max_group, every_start)
 
 
 def plan_fusion_sizes(network: Network, archs: Sequence[Arch], bases: Sequence[NetworkPlan],
                       objective: Objective | str, *, max_group: int = 4, every_start: bool = True, jobs: int = 1,
-                      progress: Progress | None = None) -> list[FusionPlan]:
+                      progress: Progress | None = None, count_joins: bool = False) -> list[FusionPlan]:
     """``plan_fusion`` at each of ``archs`` (accelerators that differ only in on-chip capacity, with
     their unfused plans ``bases``), each candidate group searched once for all of them
     (``candidate_groups_sizes``): the plans are those ``plan_fusion`` makes one by one."""
     obj = Objective(objective)
     founds = candidate_groups_sizes(network, archs, obj, max_group=max_group, every_start=every_start, jobs=jobs,
-                                    progress=progress)
+                                    progress=progress, count_joins=count_joins)
     return [_plan(network, arch, base, obj, found, max_group, every_start)
             for arch, base, found in zip(archs, bases, founds, strict=True)]
 

@@ -305,6 +305,22 @@ def transformer_reference(shape: TransformerShape, layers: list[OpKind], x: np.n
     return out
 
 
+def block_reference(prog: FusedProgram, x: np.ndarray, weights: list[np.ndarray | None]) -> np.ndarray:
+    """:func:`transformer_reference` on the operands of :func:`execute_transformer` (per layer its B or
+    mask row, in the block's layer order)."""
+    s = _shape(prog.group)
+    ups = [weights[m] for m in s.firsts]
+    if s.kind is TransformerKind.MLP and len(ups) == 2:  # the activation's input first (the gate)
+        names = [x_.name for x_ in prog.layers]
+        act = next(x_ for x_ in prog.layers if x_.op in (OpKind.GELU, OpKind.SILU))
+        gate = names.index(act.inputs[0])
+        other = next(m for m in s.firsts if m != gate)
+        ups = [weights[gate], weights[other]]
+    mask = None if s.mask is None else weights[s.mask]
+    return transformer_reference(s, [x_.op for x_ in prog.layers], x, [*ups, weights[-1]],
+                                 None if mask is None else mask[:, 0, 0, 0])
+
+
 def verify_transformer(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: int = 0) -> FusedVerify:
     """Model, executed program and whole-tensor numpy on random normal data (output within a relative
     1e-9; bytes, bursts and MACs exactly)."""
@@ -319,18 +335,8 @@ def verify_transformer(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, 
     if s.mask is not None:
         weights[s.mask] = rng.standard_normal((group.layers[s.mask].elements(Operand.WEIGHT), 1, 1, 1))
     res = execute_transformer(prog, x, weights)
-    ups = [weights[m] for m in s.firsts]
-    if s.kind is TransformerKind.MLP and len(ups) == 2:  # the activation's input first (the gate)
-        names = [x_.name for x_ in prog.layers]
-        act = next(x_ for x_ in prog.layers if x_.op in (OpKind.GELU, OpKind.SILU))
-        gate = names.index(act.inputs[0])
-        other = next(m for m in s.firsts if m != gate)
-        ups = [weights[gate], weights[other]]
-    mask = None if s.mask is None else weights[s.mask]
-    ref = transformer_reference(s, [x_.op for x_ in prog.layers], x, [*ups, weights[-1]],
-                          None if mask is None else mask[:, 0, 0, 0])
     c = cost.cost
-    close = bool(np.allclose(res.output, ref, rtol=1e-9, atol=1e-12))
+    close = bool(np.allclose(res.output, block_reference(prog, x, weights), rtol=1e-9, atol=1e-12))
     return FusedVerify(
         group.name, str(mapping), close,
         tuple(int(v) for v in c.dram_read_bytes[0]), int(c.dram_write_bytes[0]),  # type: ignore[arg-type]

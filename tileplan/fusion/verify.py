@@ -12,6 +12,7 @@ from tileplan.dims import Dim
 from tileplan.fusion.assemble import evaluate_fused
 from tileplan.fusion.block_program import block_reference, fused_program, run_fused_program
 from tileplan.fusion.group import FusedGroup, FusedMapping
+from tileplan.fusion.program import FusedProgram
 from tileplan.program.reference import reference_output
 from tileplan.workload.layer import OpKind
 
@@ -71,6 +72,19 @@ def reference_inputs(group: FusedGroup, m: int, chain: np.ndarray, sides: list[n
     return [stack]
 
 
+def chain_reference(prog: FusedProgram, x: np.ndarray, weights: list[np.ndarray | None],
+                    sides: list[list[np.ndarray]]) -> np.ndarray:
+    """The group's layers computed one by one on whole tensors (a block group: every on-chip tensor by
+    its source): the output its fused program must reproduce."""
+    group = prog.group
+    if group.is_block:
+        return block_reference(group, x, weights, sides)
+    y = x
+    for m, (layer, w) in enumerate(zip(prog.layers, weights, strict=True)):
+        y = reference_output(layer, reference_inputs(group, m, y, sides[m]), w)
+    return y
+
+
 def verify_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: int = 0) -> FusedVerify:
     """Generate and run the program of ``mapping`` on random integers and compare (see the module)."""
     rng = np.random.default_rng(seed)
@@ -84,15 +98,9 @@ def verify_fused(group: FusedGroup, arch: Arch, mapping: FusedMapping, *, seed: 
     sides = [[rng.integers(-3, 4, size=(x_.n, s.channels, x_.h, x_.w)) for s in specs]
              for x_, specs in zip(layers, group.sides, strict=True)]
     res = run_fused_program(prog, x, weights, sides)
-    y = x
-    if group.is_block:  # branches and joins: every on-chip tensor by its source
-        y = block_reference(group, x, weights, sides)
-    for m, (layer, w) in enumerate(zip(layers, weights, strict=True)):
-        if not group.is_block:
-            y = reference_output(layer, reference_inputs(group, m, y, sides[m]), w)
     c = cost.cost
     return FusedVerify(
-        group.name, str(mapping), bool(np.array_equal(res.output, y)),
+        group.name, str(mapping), bool(np.array_equal(res.output, chain_reference(prog, x, weights, sides))),
         tuple(int(v) for v in c.dram_read_bytes[0]), int(c.dram_write_bytes[0]),  # type: ignore[arg-type]
         tuple(int(v) for v in c.dram_bursts[0]), int(cost.executed_macs[0]),  # type: ignore[arg-type]
         tuple(res.read_bytes), res.write_bytes, tuple(res.bursts), res.macs,  # type: ignore[arg-type]

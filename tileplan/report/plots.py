@@ -8,6 +8,7 @@ Functions return a matplotlib ``Figure`` built without pyplot (no global state, 
 from __future__ import annotations
 
 import io
+import math
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 
 import matplotlib
 import matplotlib.patches
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from tileplan.report.files import write_bytes_atomic
@@ -165,9 +167,23 @@ def bar_panels(categories: Sequence[str], panels: Sequence[tuple[str, Mapping[st
         ax.set_axisbelow(True)
         _category_axis(ax, categories)
         if k > 1:
-            ax.legend(loc="best")
+            _legend_above_bars(ax, k, log)
     fig.suptitle(_wrap(fig, title, 0.95))
     return fig
+
+
+def _legend_above_bars(ax: Axes, series: int, log: bool) -> None:
+    """A legend of ``series`` entries in two columns at the top of ``ax``, with the y axis raised so
+    that the tallest bar ends below it (``loc="best"`` covers a bar when every bar is tall)."""
+    rows = -(-series // 2)
+    share = min(0.6, 0.07 * rows + 0.06)  # of the axes' height the legend takes, at the rc font size
+    bottom, top = ax.get_ylim()
+    if log:
+        span = math.log10(top) - math.log10(bottom)
+        ax.set_ylim(bottom, 10 ** (math.log10(top) + span * share / (1 - share)))
+    else:
+        ax.set_ylim(bottom, top + (top - bottom) * share / (1 - share))
+    ax.legend(loc="upper center", ncol=min(2, series))
 
 
 def lines(x: Sequence[float], series: Mapping[str, Sequence[float]], *, title: str, xlabel: str, ylabel: str,
@@ -299,7 +315,8 @@ def figure_titles(fig: Figure) -> list[str]:
 def figure_problems(fig: Figure) -> list[str]:
     """What makes ``fig`` hard to read, as sentences (empty: none): an axes without a y label, a
     y label that joins two units ("kB / %", "uJ / Mcycles": draw two panels, :func:`bar_panels`),
-    no title, or a title that does not fit in the figure. Renders the figure once (Agg)."""
+    no title, a title that does not fit in the figure, or a legend inside an axes that covers one of
+    its bars. Renders the figure once (Agg)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     problems: list[str] = []
@@ -320,6 +337,10 @@ def figure_problems(fig: Figure) -> list[str]:
             problems.append(f"axes {i}: y label {label!r} mixes units on one axis (use two panels)")
         if ax.get_title():
             titles.append(ax.title)
+        covered = _bars_under_legend(ax, renderer)
+        if covered:
+            problems.append(f"axes {i}: the legend covers {covered} bar(s) (move it out of the data or raise the "
+                            f"y axis)")
     if not titles:
         problems.append("the figure has no title")
     for t in titles:
@@ -327,6 +348,24 @@ def figure_problems(fig: Figure) -> list[str]:
         if box.x0 < -1 or box.x1 > width + 1:
             problems.append(f"title {t.get_text()!r} is wider than the figure ({box.width:.0f} > {width:.0f} px)")
     return problems
+
+
+def _bars_under_legend(ax: Axes, renderer: Any) -> int:
+    """How many of ``ax``'s bars (rectangles of non-zero height) the legend overlaps by more than 2 px
+    (0 when the legend is outside the axes or there is none)."""
+    legend = ax.get_legend()
+    if legend is None:
+        return 0
+    box, area = legend.get_window_extent(renderer), ax.get_window_extent(renderer)
+    if box.x0 >= area.x1 - 1 or box.x1 <= area.x0 + 1 or box.y0 >= area.y1 - 1 or box.y1 <= area.y0 + 1:
+        return 0
+    count = 0
+    for patch in ax.patches:
+        if isinstance(patch, matplotlib.patches.Rectangle) and patch.get_height() > 0:
+            bar = patch.get_window_extent(renderer)
+            if min(box.x1, bar.x1) - max(box.x0, bar.x0) > 2 and min(box.y1, bar.y1) - max(box.y0, bar.y0) > 2:
+                count += 1
+    return count
 
 
 def figure_bytes(fig: Figure, fmt: str) -> bytes:

@@ -68,13 +68,27 @@ def run(name: str, problem: Problem, objective: Objective, *, dram_model: DramMo
     if name not in known:
         raise TileplanError(f"unknown strategy {name!r}; choose one of {', '.join(known)}")
     fn = known[name]
-    accepted = fn.__code__.co_varnames[: fn.__code__.co_argcount + fn.__code__.co_kwonlyargcount]
-    kwargs = {k: v for k, v in options.items() if k in accepted}
+    kwargs = {k: v for k, v in options.items() if k in _accepted(fn)}
     if DramModel.parse(str(dram_model)) is DramModel.BURST:
         return fn(problem, objective, **kwargs)
     chosen = fn(volume_problem(problem), objective, **kwargs)
     return dataclasses.replace(chosen, cost=recost(problem, chosen.mapping))
 
 
+def _accepted(fn: Strategy) -> tuple[str, ...]:
+    """The argument names strategy function ``fn`` takes."""
+    return fn.__code__.co_varnames[: fn.__code__.co_argcount + fn.__code__.co_kwonlyargcount]
+
+
+def takes(name: str, option: str) -> bool:
+    """Whether strategy ``name`` reads ``option`` (``"budget"``, ``"seed"``): what :func:`run` passes it.
+
+    >>> takes("random", "budget"), takes("exhaustive", "budget"), takes("marvel-random", "seed")
+    (True, False, True)
+    """
+    fn = (STRATEGIES | LEVEL_STRATEGIES).get(name)
+    return fn is not None and option in _accepted(fn)
+
+
 __all__ = ["LEVEL_STRATEGIES", "STRATEGIES", "DramModel", "Objective", "SearchResult", "best_index", "exhaustive",
-           "random_search", "run", "tso", "tso_noburst"]
+           "random_search", "run", "takes", "tso", "tso_noburst"]

@@ -38,7 +38,7 @@ from functools import cache
 
 import numpy as np
 
-from tileplan.cost import jit
+from tileplan.cost import aot, jit
 
 
 def _fits_coef(amat: np.ndarray, foot: np.ndarray, row: int, cap: np.ndarray, ops: np.ndarray) -> bool:
@@ -414,8 +414,38 @@ def front(features: np.ndarray) -> np.ndarray:
     return out
 
 
-@cache
+#: The search's loops built at install as an extension module (``cost.aot``); they allocate their
+#: results, so numba's runtime is linked in.
+EXTENSION = aot.Extension("search_aot", __name__, ("walk", "front", "dominators"), (__name__,), nrt=True)
+#: numba's error model of the loops (its default; the extension is compiled with it too).
+ERROR_MODEL = "python"
+
+
+def built() -> dict[str, aot.Loop] | None:
+    """The search's loops from its extension (``cost.jit.extension``), or None."""
+    return jit.extension(EXTENSION, {"walk": numba_walk, "front": numba_front, "dominators": numba_dominators})
+
+
 def compiled_front() -> Callable[[np.ndarray], np.ndarray] | None:
+    """:func:`front` compiled: the extension's, else numba's (None under ``TILEPLAN_KERNEL=numpy``)."""
+    ext = built()
+    return ext["front"] if ext is not None else numba_front()
+
+
+def compiled_walk() -> Callable[..., np.ndarray] | None:
+    """:func:`walk` compiled: the extension's, else numba's (None under ``TILEPLAN_KERNEL=numpy``)."""
+    ext = built()
+    return ext["walk"] if ext is not None else numba_walk()
+
+
+def compiled_dominators() -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """:func:`dominators` compiled: the extension's, else numba's (None under ``TILEPLAN_KERNEL=numpy``)."""
+    ext = built()
+    return ext["dominators"] if ext is not None else numba_dominators()
+
+
+@cache
+def numba_front() -> Callable[[np.ndarray], np.ndarray] | None:
     """:func:`front` compiled by numba (None when numba is missing or ``TILEPLAN_KERNEL=numpy``)."""
     if jit.mode() == "numpy":
         return None
@@ -427,7 +457,7 @@ def compiled_front() -> Callable[[np.ndarray], np.ndarray] | None:
 
 
 @cache
-def compiled_walk() -> Callable[..., np.ndarray] | None:
+def numba_walk() -> Callable[..., np.ndarray] | None:
     """:func:`walk` compiled by numba (None when numba is missing or ``TILEPLAN_KERNEL=numpy``)."""
     if jit.mode() == "numpy":
         return None
@@ -442,7 +472,7 @@ def compiled_walk() -> Callable[..., np.ndarray] | None:
 
 
 @cache
-def compiled_dominators() -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+def numba_dominators() -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
     """:func:`dominators` compiled by numba (None when numba is missing or ``TILEPLAN_KERNEL=numpy``)."""
     if jit.mode() == "numpy":
         return None
@@ -462,22 +492,24 @@ def _same(fn: Callable[..., object]) -> Callable[..., Callable[..., object]]:
 
 def wanted() -> bool:
     """Whether the feasible product takes the compiled walk now (``cost.jit.ready``)."""
-    return jit.ready(walk, compiled_walk)
+    return jit.ready(walk, numba_walk, built)
 
 
 def front_wanted() -> bool:
     """Whether Pareto fronts take the compiled loop now."""
-    return jit.ready(front, compiled_front)
+    return jit.ready(front, numba_front, built)
 
 
 def dominators_wanted() -> bool:
     """Whether dominator lists take the compiled loop now."""
-    return jit.ready(dominators, compiled_dominators)
+    return jit.ready(dominators, numba_dominators, built)
 
 
 def load_cached() -> None:
-    """Load the compiled loops of this module that numba's on-disk cache holds (never compiling;
-    nothing under ``TILEPLAN_KERNEL=numpy``), e.g. before forking worker processes."""
-    for fn, loader in ((walk, compiled_walk), (front, compiled_front), (dominators, compiled_dominators)):
+    """Load this module's extension, or else its compiled loops that numba's on-disk cache holds (never
+    compiling; nothing under ``TILEPLAN_KERNEL=numpy``), e.g. before forking worker processes."""
+    if built() is not None:
+        return
+    for fn, loader in ((walk, numba_walk), (front, numba_front), (dominators, numba_dominators)):
         if jit.on_disk(fn) and (dispatcher := loader()) is not None:
             jit.load(dispatcher, fn)
