@@ -69,12 +69,17 @@ def test_vgg_conv_conv_pool_in_c(variant: str, tmp_path: Path) -> None:
         assert got["input"] > 3 * 12 * 12
 
 
-@pytest.mark.parametrize(("network", "names", "hw", "div"), [
+ADD_CONCAT = [
     ("resnet50", ["res2b_conv2", "res2b_conv3", "res2b_add"], 9, 16),
     ("densenet121", ["block1_layer6_conv2", "block1_concat", "transition1_conv"], 9, 8),
     ("mobilenetv2", ["block2_dw", "block2_project", "block2_add"], 9, 4),
-])
-@pytest.mark.parametrize("overlap", [Overlap.RECOMPUTE, Overlap.REUSE])
+]
+
+
+# every group with one overlap by default, recompute and reuse alternating over the groups; the rest slow
+@pytest.mark.parametrize(("overlap", "network", "names", "hw", "div"), [
+    pytest.param(ov, *g, id=f"{ov.value}-{g[0]}", marks=() if i % 2 == j else pytest.mark.slow)
+    for i, g in enumerate(ADD_CONCAT) for j, ov in enumerate([Overlap.RECOMPUTE, Overlap.REUSE])])
 def test_adds_and_concats_in_c(network: str, names: list[str], hw: int, div: int, overlap: Overlap,
                                tmp_path: Path) -> None:
     group = shrink_group(network, names, hw, div)

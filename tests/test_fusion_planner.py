@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
+from sweeps import sweep
 from typer.testing import CliRunner
 
 from tileplan import api
@@ -34,8 +34,7 @@ def _cuts(n: int, groups: set[tuple[int, int]]):
             yield rest + [(s, e)]
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.integers(2, 7), st.data())
+@sweep(10, 30, st.integers(2, 7), st.data())
 def test_cut_is_the_brute_force_optimum(n, data):
     rng = np.random.default_rng(data.draw(st.integers(0, 10_000)))
     singles = [rng.uniform(1, 10, 3) for _ in range(n)]
@@ -55,8 +54,10 @@ def test_cut_is_the_brute_force_optimum(n, data):
             assert got == pytest.approx(best, rel=1e-12)  # exact for additive objectives
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(2, 6), st.data())
+test_cut_is_the_brute_force_optimum_full = test_cut_is_the_brute_force_optimum.full  # 30 examples, under ``slow``
+
+
+@sweep(12, 40, st.integers(2, 6), st.data())
 def test_cut_breaks_ties_as_the_per_layer_search(n, data):
     """Small whole-number costs make ties common: among cuts of equal objective the DP returns the
     least (latency, DRAM bytes, energy, bursts), the order ``search.objective.best_index`` uses."""
@@ -75,6 +76,9 @@ def test_cut_breaks_ties_as_the_per_layer_search(n, data):
         assert got <= key([(i, i + 1) for i in range(n)])  # never worse than all single, ties included
         if obj in (Objective.LATENCY, Objective.ENERGY, Objective.DRAM):
             assert got == min(key(c) for c in _cuts(n, set(groups)))
+
+
+test_cut_breaks_ties_as_the_per_layer_search_full = test_cut_breaks_ties_as_the_per_layer_search.full
 
 
 def test_cut_takes_the_group_that_ties_on_latency_with_less_dram():
@@ -103,8 +107,8 @@ def _chain_network(specs: list[tuple[int, int, int, int]], c: int, h: int) -> Ne
     return Network("chain", tuple(layers), (1, specs[0][3] or 1, 8, 8))
 
 
-@settings(max_examples=6, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 3), st.integers(1, 2), st.integers(0, 1), st.sampled_from([0, 2, 4, 8])),
+@sweep(3, 6,
+       st.lists(st.tuples(st.integers(1, 3), st.integers(1, 2), st.integers(0, 1), st.sampled_from([0, 2, 4, 8])),
                 min_size=2, max_size=4), st.sampled_from(list(Objective)))
 def test_fused_plan_is_never_worse_on_random_chains(specs, objective):
     net = _chain_network(specs, 3, 12)
@@ -114,6 +118,9 @@ def test_fused_plan_is_never_worse_on_random_chains(specs, objective):
     ours = objective.combine(fused.latency_cycles, fused.energy_pj, fused.dram_bytes)
     theirs = objective.combine(base.latency_cycles, base.energy_pj, base.dram_bytes)
     assert ours <= theirs * (1 + 1e-12)
+
+
+test_fused_plan_is_never_worse_on_random_chains_full = test_fused_plan_is_never_worse_on_random_chains.full
 
 
 def test_zoo_networks_fused_never_worse_and_branch_safe():

@@ -11,8 +11,8 @@ from itertools import product
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
+from sweeps import sweep
 
 from tileplan import api
 from tileplan.errors import MappingError, WorkloadError
@@ -228,8 +228,7 @@ def test_must_show_attention_at_512_kb():
     assert float(rowwise.cost.cost.dram_bytes[0]) == 2 * 32 * 2048 * 128 + 8 * 2048 * 128 * 2 * 64
 
 
-@settings(max_examples=12, deadline=None)
-@given(st.data())
+@sweep(4, 12, st.data())
 def test_random_blocks_and_mappings_verify(data):
     """Random small attention / MLP blocks, random row tile, chunk and residency, on a random buffer:
     when the model says the mapping fits, the program fits, moves and computes what the model says."""
@@ -250,6 +249,9 @@ def test_random_blocks_and_mappings_verify(data):
         return
     v = verify_transformer(group, arch, mapping, seed=data.draw(st.integers(0, 9)))
     assert v.ok, (mapping, v)
+
+
+test_random_blocks_and_mappings_verify_full = test_random_blocks_and_mappings_verify.full  # 12 examples, under ``slow``
 
 
 def test_onnx_bert_layer_fuses_masked_attention_and_mlp(tmp_path):

@@ -30,8 +30,8 @@ def plans():
     out = {}
     for name in ("vgg16", "resnet18"):
         net = api.load_network(name).with_precision(B1)
-        base = {obj: api.plan(net, arch, objective=obj, jobs=2) for obj in OBJECTIVES}
-        out[name] = (net, base, {obj: plan_fusion(net, arch, base[obj], obj, max_group=2, jobs=2, searcher=search_hwff)
+        base = {obj: api.plan(net, arch, objective=obj, jobs=1) for obj in OBJECTIVES}
+        out[name] = (net, base, {obj: plan_fusion(net, arch, base[obj], obj, max_group=2, jobs=1, searcher=search_hwff)
                                  for obj in OBJECTIVES})
     return out
 

@@ -19,6 +19,7 @@ There is no allow-list: a violation is fixed by moving code, not by listing it h
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "tileplan"
@@ -66,7 +67,8 @@ def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def imports(module: str) -> list[tuple[int, str]]:
+@cache  # both checks walk every module: parse each once
+def imports(module: str) -> tuple[tuple[int, str], ...]:
     """``(line, imported tileplan module)`` of every import of the package in ``module``, anywhere in it."""
     path = MODULES[module]
     found: set[tuple[int, str]] = set()
@@ -78,7 +80,7 @@ def imports(module: str) -> list[tuple[int, str]]:
             for a in node.names:
                 sub = f"{target}.{a.name}"
                 found.add((node.lineno, sub if sub in MODULES else target))
-    return sorted((line, m) for line, m in found if m in MODULES)
+    return tuple(sorted((line, m) for line, m in found if m in MODULES))
 
 
 def _where(module: str, line: int) -> str:

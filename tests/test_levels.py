@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 from helpers import toy_arch
-from hypothesis import given, settings
 from hypothesis import strategies as st
 from nest_walk import walk_nest
 from sweeps import sweep
@@ -39,7 +38,7 @@ def three_level(draw):
                           levels=(level,))
 
 
-@sweep(25, 200, three_level())
+@sweep(10, 200, three_level())
 def test_levels_equal_loop_walk(case):
     """Random 3-level mappings; about one in eight has a dimension whose whole DRAM tiles take
     several steps and whose remainder tile one (issue 24 item 6b: the model counted the remainder
@@ -81,8 +80,7 @@ def test_a_remainder_tile_with_one_step_reloads_only_when_its_indices_change():
     assert oc.parent_writes[0] == ref.writes == 6
 
 
-@settings(max_examples=60, deadline=None)
-@given(layer_and_mapping(), st.data())
+@sweep(20, 60, layer_and_mapping(), st.data())
 def test_two_level_is_the_special_case(case, data):
     """A spatial unrolling is a level of one-element children; the DRAM level is shared unchanged."""
     layer, mapping = case
@@ -101,6 +99,9 @@ def test_two_level_is_the_special_case(case, data):
     for name in ("dram_read_bytes", "dram_write_bytes", "dram_bursts", "dram_cycles", "footprint_bytes"):
         np.testing.assert_array_equal(getattr(multi, name), getattr(base, name))
     np.testing.assert_array_equal(multi.compute_cycles, base.compute_cycles)
+
+
+test_two_level_is_the_special_case_full = test_two_level_is_the_special_case.full  # 60 examples, under ``slow``
 
 
 def _same(a, b) -> bool:
@@ -141,8 +142,7 @@ def test_levels_json_round_trip_and_old_files():
     assert "for k1 in range(k0 tile) step 8:" in text and "K4 children" in text
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.data())
+@sweep(8, 25, st.data())
 def test_executor_counts_the_model_dram_bytes_of_multi_level_mappings(data):
     """The program moves DRAM data by the DRAM level alone; the model's multi-level path predicts it."""
     from fixtures.program_cases import layers, mappings
@@ -160,6 +160,10 @@ def test_executor_counts_the_model_dram_bytes_of_multi_level_mappings(data):
     verdict = verify_layer(layer, arch, m)
     assert verdict.ok, verdict.mismatches()
     assert verdict.predicted_read_bytes == verify_layer(layer, arch, base).predicted_read_bytes
+
+
+test_executor_counts_the_model_dram_bytes_of_multi_level_mappings_full = (  # 25 examples, under ``slow``
+    test_executor_counts_the_model_dram_bytes_of_multi_level_mappings.full)
 
 
 def test_api_explains_an_infeasible_level():

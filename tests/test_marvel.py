@@ -8,8 +8,8 @@ from functools import cache
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
+from sweeps import sweep
 from test_levels import _arch
 
 from tileplan.arch import load
@@ -184,8 +184,7 @@ def _small_joint_case(draw: st.DrawFn) -> tuple[Problem, Objective]:
     return Problem(layer, arch), draw(st.sampled_from([Objective.LATENCY, Objective.ENERGY, Objective.EDP]))
 
 
-@settings(max_examples=8, deadline=None)
-@given(_small_joint_case())
+@sweep(3, 8, _small_joint_case())
 def test_joint_branch_and_bound_equals_the_unpruned_joint_search(case: tuple[Problem, Objective]) -> None:
     """The joint search's branch and bound (tiling floors, per-option floors, the compute-step cap)
     finds the optimum of the search with no bound at all, on random small layers and accelerators."""
@@ -201,6 +200,10 @@ def test_joint_branch_and_bound_equals_the_unpruned_joint_search(case: tuple[Pro
     assert pruned.evaluated <= full.evaluated
 
 
+test_joint_branch_and_bound_equals_the_unpruned_joint_search_full = (  # 8 examples, under ``slow``
+    test_joint_branch_and_bound_equals_the_unpruned_joint_search.full)
+
+
 def _reduced(label: str, sizes: tuple[int, int, int, int, int, int]) -> Problem:
     """A Table 3 layer with smaller sizes (K C R S P Q), same kind and stride, on eyeriss."""
     row = next(r for r in TABLE3 if r.label == label)
@@ -209,8 +212,8 @@ def _reduced(label: str, sizes: tuple[int, int, int, int, int, int]) -> Problem:
 
 @pytest.mark.parametrize(("label", "sizes", "objective"), [
     ("L7", (40, 64, 1, 1, 1, 1), Objective.LATENCY),  # FC
-    ("L9", (4, 4, 3, 3, 3, 3), Objective.LATENCY),  # regular 3x3
-    ("L12", (8, 8, 1, 1, 2, 4), Objective.ENERGY),  # pointwise
+    pytest.param("L9", (4, 4, 3, 3, 3, 3), Objective.LATENCY, marks=pytest.mark.slow),  # regular 3x3 (3.5 s)
+    pytest.param("L12", (8, 8, 1, 1, 2, 4), Objective.ENERGY, marks=pytest.mark.slow),  # pointwise (3.7 s)
     ("L4", (1, 24, 3, 3, 5, 5), Objective.EDP),  # depthwise
 ])
 def test_joint_branch_and_bound_on_reduced_marvel15_layers(label: str, sizes: tuple[int, int, int, int, int, int],

@@ -60,13 +60,18 @@ def test_divisor_options_are_a_subset_of_the_unpruned_ones() -> None:
     assert all(o.tobytes() in free for o in level_options(problem, base.tiles, OnChipOptions()))
 
 
-@pytest.mark.parametrize(("label", "sizes", "objective"), [
+CHUNK_CASES = [
     ("L9", (4, 6, 3, 3, 3, 4), Objective.LATENCY),  # regular 3x3
     ("L12", (8, 10, 1, 1, 2, 4), Objective.ENERGY),  # pointwise
     ("L4", (1, 12, 3, 3, 5, 5), Objective.EDP),  # depthwise
     ("L7", (20, 36, 1, 1, 1, 1), Objective.LATENCY),  # FC
-])
-@pytest.mark.parametrize("divisors", [True, False])
+]
+
+
+# every layer with divisor pruning; without it (1 to 2 s each) the FC in the default run, all under slow
+@pytest.mark.parametrize(("divisors", "label", "sizes", "objective"), [
+    pytest.param(d, *case, id=f"{d}-{case[0]}", marks=() if d or case[0] == "L7" else pytest.mark.slow)
+    for d in (True, False) for case in CHUNK_CASES])
 def test_chunked_search_finds_the_unchunked_optimum(label: str, sizes: tuple[int, ...], objective: Objective,
                                                     divisors: bool) -> None:
     """Small chunks (each searched with the best so far as the incumbent; without divisors, MARVEL's

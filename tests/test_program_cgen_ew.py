@@ -2,7 +2,9 @@
 rope, add / mul with a broadcast row): the compiled program's output equals plain numpy written here
 (float kinds within a relative 1e-9, integer kinds exact) and the DRAM bytes and bursts it prints equal
 the model's, on two shapes, an 80-byte buffer (several tiles per core) and 2 cores; the CUDA backend's
-programs likewise through its CPU emulation; `verify --backend c`."""
+programs likewise through its CPU emulation (as C99 and as C++); `verify --backend c`. Each compile
+costs about half a second: the default run takes every kind once per backend, the shapes and the
+compilers alternating over the kinds; the ``slow`` run every pair."""
 
 from __future__ import annotations
 
@@ -135,8 +137,14 @@ def _check_binary(exe: Path, kind: str, layer: Layer, arch: object, mapping: obj
     assert read[0] >= layer.input_count * every and written >= every  # all read, all written
 
 
-@pytest.mark.parametrize("kind", list(KINDS))
-@pytest.mark.parametrize("shape", SHAPES, ids=["8x6", "12x5x2"])
+def _alternate(options: list[object], ids: list[str]) -> list[object]:
+    """(kind, option) for every kind and option: the default run takes one option per kind, the options
+    alternating over the kinds (so each kind and each option runs); the other pairs are ``slow``."""
+    return [pytest.param(kind, opt, id=f"{i}-{kind}", marks=() if k % len(options) == j else pytest.mark.slow)
+            for k, kind in enumerate(KINDS) for j, (opt, i) in enumerate(zip(options, ids, strict=True))]
+
+
+@pytest.mark.parametrize(("kind", "shape"), _alternate(SHAPES, ["8x6", "12x5x2"]))
 def test_c_program_computes_the_kind_and_moves_the_model_bytes(kind: str, shape: tuple[int, int, int],
                                                                tmp_path: Path) -> None:
     layer = _layer(kind, shape)
@@ -148,8 +156,8 @@ def test_c_program_computes_the_kind_and_moves_the_model_bytes(kind: str, shape:
     _check_binary(exe, kind, layer, arch, mapping, tmp_path)
 
 
-@pytest.mark.parametrize("compiler", [["-std=c99", "-x", "c"], ["-std=c++11", "-x", "c++"]], ids=["c99", "c++"])
-@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize(("kind", "compiler"),
+                         _alternate([["-std=c99", "-x", "c"], ["-std=c++11", "-x", "c++"]], ["c99", "c++"]))
 def test_emulated_cuda_program_computes_the_kind(kind: str, compiler: list[str], tmp_path: Path) -> None:
     """The CUDA backend's EW kernel (one thread per token and row / pair / channel), run on the CPU."""
     cxx = CC if compiler[-1] == "c" else shutil.which("c++")

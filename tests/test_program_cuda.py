@@ -40,8 +40,14 @@ def _build(source: str, compiler: list[str | None], tmp: Path) -> Path:
     return exe
 
 
-@pytest.mark.parametrize("compiler", COMPILERS)
-@pytest.mark.parametrize("case", ["conv", "maxpool", "avgpool", "add", "multicore"])
+CASES = ["conv", "maxpool", "avgpool", "add", "multicore"]
+
+
+# every case with one compiler by default, C99 and C++ alternating over the cases; the other pairs slow
+@pytest.mark.parametrize(("case", "compiler"), [
+    pytest.param(case, comp.values[0], id=f"{case}-{comp.id}",
+                 marks=[*comp.marks, *([] if i % 2 == j else [pytest.mark.slow])])
+    for i, case in enumerate(CASES) for j, comp in enumerate(COMPILERS)])
 def test_emulated_cuda_is_bit_exact(case: str, compiler: list[str | None], tmp_path: Path) -> None:
     arch = toy_arch(burst=16, sizes=(4096, 4096, 4096), precision=2)
     mapping = CONV_MAP

@@ -45,7 +45,7 @@ def _check(layer: Layer, arch: Arch, mapping: Mapping, seed: int = 0) -> VerifyR
     return verdict
 
 
-@sweep(60, 300, st.data(), st.sampled_from([4, 8, 16, 64, 0]), st.booleans(), st.booleans(), suppress=True)
+@sweep(20, 300, st.data(), st.sampled_from([4, 8, 16, 64, 0]), st.booleans(), st.booleans(), suppress=True)
 def test_single_core_counts_equal_model(data: st.DataObject, burst: int, double: bool, unified: bool) -> None:
     """Toy accelerators of every burst size, double-buffered or not, unified or per-operand
     memories, and (``burst == 0``) the eyeriss preset."""
@@ -55,14 +55,14 @@ def test_single_core_counts_equal_model(data: st.DataObject, burst: int, double:
     _check(layer, arch, data.draw(mappings(layer)))
 
 
-@sweep(50, 250, st.data(), suppress=True)
+@sweep(17, 250, st.data(), suppress=True)
 def test_nmp_multicore_counts_equal_model(data: st.DataObject) -> None:
     layer = data.draw(layers(precision=False))
     mapping = data.draw(mappings(layer, clusters=4, cores=8))
     _check(layer, NMP, mapping)
 
 
-@sweep(30, 150, st.data(), st.booleans(), st.booleans(), st.sampled_from([8, 32]), suppress=True)
+@sweep(10, 150, st.data(), st.booleans(), st.booleans(), st.sampled_from([8, 32]), suppress=True)
 def test_multicore_with_and_without_multicast(data: st.DataObject, multicast: bool, double: bool,
                                               burst: int) -> None:
     arch = toy_arch(burst=burst, clusters=2, cores=3, multicast=multicast, double_buffering=double)

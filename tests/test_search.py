@@ -8,8 +8,8 @@ from itertools import permutations, product
 import numpy as np
 import pytest
 from helpers import toy_arch
-from hypothesis import given, settings
 from hypothesis import strategies as st
+from sweeps import sweep
 
 from tileplan.cost.batch import MappingBatch
 from tileplan.cost.bounds import compulsory_bytes
@@ -142,8 +142,7 @@ def small_problem(draw):
     return layer, size
 
 
-@settings(max_examples=25, deadline=None)
-@given(small_problem(), st.sampled_from(list(Objective)))
+@sweep(8, 25, small_problem(), st.sampled_from(list(Objective)))
 def test_search_properties(case, objective: Objective) -> None:
     """The chosen mapping fits, never moves less than the compulsory traffic, and more on-chip
     memory never makes the optimum worse."""
@@ -160,6 +159,9 @@ def test_search_properties(case, objective: Objective) -> None:
     assert float(objective.key(b.cost)[0]) <= float(objective.key(a.cost)[0]) * (1 + 1e-12)
 
 
+test_search_properties_full = test_search_properties.full  # 25 examples, under ``slow``
+
+
 def test_chosen_mapping_passes_validation_on_presets() -> None:
     """The search's mapping (spatial unrolling included) is one `evaluate` accepts and costs equally."""
     from tileplan import api
@@ -174,8 +176,7 @@ def test_chosen_mapping_passes_validation_on_presets() -> None:
         assert again.latency_cycles == lp.cost.latency_cycles
 
 
-@settings(max_examples=15, deadline=None)
-@given(small_problem(), st.sampled_from(list(Objective)))
+@sweep(5, 15, small_problem(), st.sampled_from(list(Objective)))
 def test_split_bounds_never_exceed_the_split_optimum(case, objective: Objective) -> None:
     """Both split lower bounds are at most the best cost of every mapping of that split."""
     from tileplan.search.space import class_orders, split_options
@@ -198,3 +199,6 @@ def test_split_bounds_never_exceed_the_split_optimum(case, objective: Objective)
         split = problem.split_slices(cl, co)
         assert split_lower_bound(problem, split, objective) <= best * (1 + 1e-12)
         assert split_tight_bound(problem, split, objective, orders) <= best * (1 + 1e-12)
+
+
+test_split_bounds_never_exceed_the_split_optimum_full = test_split_bounds_never_exceed_the_split_optimum.full

@@ -9,8 +9,8 @@ from itertools import product
 import numpy as np
 import pytest
 from helpers import toy_arch
-from hypothesis import given, settings
 from hypothesis import strategies as st
+from sweeps import sweep
 
 from tileplan.arch import load
 from tileplan.cost.batch import MappingBatch
@@ -68,8 +68,7 @@ def split_best(problem: Problem, cl: tuple[int, ...], co: tuple[int, ...],
     return {obj: float(obj.key(costs).min()) for obj in Objective}
 
 
-@settings(max_examples=10, deadline=None)
-@given(nmp_like())
+@sweep(4, 10, nmp_like())
 def test_split_bounds_below_the_split_optimum_on_nmp_like_machines(problem: Problem) -> None:
     """lower <= run <= tight <= the split's optimum, for every split and objective (a flattened axis:
     the unrolling does not matter, so plain loop orders over every tile vector are the whole space)."""
@@ -103,6 +102,10 @@ def test_split_bounds_below_the_split_optimum_on_nmp_like_machines(problem: Prob
                 assert bounds.runs[i] <= value * (1 + 1e-12)
 
 
+test_split_bounds_below_the_split_optimum_on_nmp_like_machines_full = (  # 10 examples, under ``slow``
+    test_split_bounds_below_the_split_optimum_on_nmp_like_machines.full)
+
+
 @st.composite
 def burst_case(draw):
     """Small layers whose rows rarely fill a burst: odd widths, 1-4 byte elements, bursts of 4-64 B,
@@ -120,8 +123,7 @@ def burst_case(draw):
     return Problem(layer, arch)
 
 
-@settings(max_examples=15, deadline=None)
-@given(burst_case())
+@sweep(5, 15, burst_case())
 def test_burst_rates_below_every_sweep(problem: Problem) -> None:
     """No tiling of a split moves an operand in fewer bursts than ``burst_rates_table``'s rate times its
     bytes (every core shape, every tile vector: the kernel's bursts per operand and sweep), and the
@@ -152,6 +154,9 @@ def test_burst_rates_below_every_sweep(problem: Problem) -> None:
                   (kernel.F_SWEEP + 2, kernel.F_BURSTS + 2), (kernel.F_PSUM, kernel.F_PSUM_BURSTS)]
         for col, (moved, bursts) in enumerate(fields):
             assert np.all(pi[:, bursts] >= rates[i, col] * pi[:, moved] * (1 - 1e-12))
+
+
+test_burst_rates_below_every_sweep_full = test_burst_rates_below_every_sweep.full  # 15 examples, under ``slow``
 
 
 NMP_CASES = [
@@ -213,8 +218,7 @@ def test_input_lines_of_a_stride_2_layer() -> None:
     assert input_line_cycles(wide, wide.split_slices((1,) * 8, (1,) * 8)) is None
 
 
-@settings(max_examples=12, deadline=None)
-@given(burst_case(), st.sampled_from([Objective.LATENCY, Objective.ENERGY, Objective.EDP, Objective.DRAM]))
+@sweep(4, 12, burst_case(), st.sampled_from([Objective.LATENCY, Objective.ENERGY, Objective.EDP, Objective.DRAM]))
 def test_burst_rate_bounds_change_no_choice(problem: Problem, objective: Objective) -> None:
     """The burst-rate bounds only skip splits whose bound exceeds a value found, so the search picks
     the very mapping it picks without them (and searches no more splits)."""
@@ -239,6 +243,9 @@ def test_burst_rate_bounds_change_no_choice(problem: Problem, objective: Objecti
     assert with_rates.rank == without.rank and with_rates.searched <= without.searched
 
 
+test_burst_rate_bounds_change_no_choice_full = test_burst_rate_bounds_change_no_choice.full
+
+
 @st.composite
 def row_case(draw):
     """Small layers on machines with unrolled or flattened PE axes, one to four cores, overlapping or not."""
@@ -257,8 +264,7 @@ def row_case(draw):
     return Problem(layer, arch)
 
 
-@settings(max_examples=15, deadline=None)
-@given(row_case())
+@sweep(5, 15, row_case())
 def test_row_bounds_below_every_mapping(problem: Problem) -> None:
     """``row_compute_bound`` is at most the model's compute cycles of every tile vector and unrolling,
     and ``SplitBounds.row_bounds`` at most every objective of every loop order, on every split."""
@@ -288,8 +294,10 @@ def test_row_bounds_below_every_mapping(problem: Problem) -> None:
                     assert np.all(rows <= value * (1 + 1e-12))
 
 
-@settings(max_examples=30, deadline=None)
-@given(row_case(), st.sampled_from(list(Objective)), st.sampled_from([3, 50, 1 << 16]))
+test_row_bounds_below_every_mapping_full = test_row_bounds_below_every_mapping.full  # 15 examples, under ``slow``
+
+
+@sweep(10, 30, row_case(), st.sampled_from(list(Objective)), st.sampled_from([3, 50, 1 << 16]))
 def test_row_pruning_changes_no_choice(problem: Problem, objective: Objective, chunk: int) -> None:
     """Evaluating the tile vectors of least bounds first and skipping those whose bound exceeds a value
     found picks the very mapping (and tie) that evaluating every one picks, whatever the chunk size."""
@@ -316,3 +324,6 @@ def test_row_pruning_changes_no_choice(problem: Problem, objective: Objective, c
     if whole.best is not None and pruned.best is not None:
         assert pruned.best[0] == whole.best[0] and pruned.key == whole.key and pruned.rank == whole.rank
     assert pruned.evaluated <= whole.evaluated
+
+
+test_row_pruning_changes_no_choice_full = test_row_pruning_changes_no_choice.full  # 30 examples, under ``slow``

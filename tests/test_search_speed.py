@@ -4,8 +4,8 @@ the same visit order, pruning and plans)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from helpers import toy_arch
-from hypothesis import given, settings
 from hypothesis import strategies as st
 from sweeps import sweep
 
@@ -27,8 +27,7 @@ def split_problem(draw):
     return Problem(layer, arch)
 
 
-@settings(max_examples=40, deadline=None)
-@given(split_problem())
+@sweep(12, 40, split_problem())
 def test_split_slices_equal_the_core_grid(problem: Problem) -> None:
     """Per-dimension split slices give the core grid's longest, shortest and largest cores and, per
     operand, the compulsory elements summed over the multicast groups, on every split."""
@@ -44,8 +43,10 @@ def test_split_slices_equal_the_core_grid(problem: Problem) -> None:
             assert split.group_elements(problem, op) == expect
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.lists(st.lists(st.integers(1, 6), min_size=NDIMS, max_size=NDIMS), min_size=1, max_size=40))
+test_split_slices_equal_the_core_grid_full = test_split_slices_equal_the_core_grid.full  # 40 examples, under ``slow``
+
+
+@sweep(10, 30, st.lists(st.lists(st.integers(1, 6), min_size=NDIMS, max_size=NDIMS), min_size=1, max_size=40))
 def test_reload_factors_of_every_order_at_once(trips: list[list[int]]) -> None:
     """One vectorised pass over every reuse class equals ``reload_factors`` order by order."""
     t = np.array(trips, dtype=np.int64)
@@ -56,6 +57,9 @@ def test_reload_factors_of_every_order_at_once(trips: list[list[int]]) -> None:
     hoist = np.zeros((len(t), 3, NDIMS), dtype=bool)
     for j, order in enumerate(orders):
         assert np.array_equal(both[:, j], reload_factors(np.broadcast_to(order, t.shape), t, hoist))
+
+
+test_reload_factors_of_every_order_at_once_full = test_reload_factors_of_every_order_at_once.full
 
 
 @st.composite
@@ -74,8 +78,7 @@ def product_case(draw):
     return Problem(layer, arch)
 
 
-@settings(max_examples=30, deadline=None)
-@given(product_case())
+@sweep(10, 30, product_case())
 def test_compiled_product_equals_the_vectorised_one(problem: Problem) -> None:
     """The compiled depth-first walk of the feasible product returns the breadth-first form's tile
     vectors, in the same order, on every split of random layers (memories shared or not, several
@@ -92,8 +95,10 @@ def test_compiled_product_equals_the_vectorised_one(problem: Problem) -> None:
         assert slow.shape == fast.shape and np.array_equal(slow, fast)
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(1, 300), st.integers(1, 6), st.integers(1, 5), st.integers(0, 2**31))
+test_compiled_product_equals_the_vectorised_one_full = test_compiled_product_equals_the_vectorised_one.full
+
+
+@sweep(15, 40, st.integers(1, 300), st.integers(1, 6), st.integers(1, 5), st.integers(0, 2**31))
 def test_compiled_front_equals_the_vectorised_one(rows: int, width: int, top: int, seed: int) -> None:
     """The compiled Pareto front keeps exactly the rows the vectorised loop keeps (ties, duplicates
     and classes included)."""
@@ -106,6 +111,9 @@ def test_compiled_front_equals_the_vectorised_one(rows: int, width: int, top: in
     fast = _pareto(features, classes, compiled=True)
     assert np.array_equal(slow, fast)
     assert 1 <= len(slow) <= rows
+
+
+test_compiled_front_equals_the_vectorised_one_full = test_compiled_front_equals_the_vectorised_one.full
 
 
 def _fits_brute(box: np.ndarray, weights: np.ndarray, mem_of: np.ndarray, has: np.ndarray, cap: np.ndarray) -> bool:
@@ -143,7 +151,7 @@ def random_groups(draw):
     return groups, weights, mem_of, has, cap
 
 
-@sweep(60, 300, random_groups())
+@sweep(20, 300, random_groups())
 def test_compiled_walk_equals_the_definition_on_random_groups(case) -> None:
     """The compiled walk keeps exactly the combinations that fit and in which no candidate has a
     dominator that would fit in its place, in lexicographic order; the vectorised breadth-first form
@@ -185,8 +193,7 @@ test_compiled_walk_equals_the_definition_on_random_groups_full = \
     test_compiled_walk_equals_the_definition_on_random_groups.full
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(1, 120), st.integers(1, 5), st.integers(1, 4), st.integers(0, 2**31))
+@sweep(15, 40, st.integers(1, 120), st.integers(1, 5), st.integers(1, 4), st.integers(0, 2**31))
 def test_compiled_dominators_equal_the_vectorised_ones(rows: int, width: int, top: int, seed: int) -> None:
     """The compiled dominator loop returns the vectorised form's dominators (ties and duplicates included)."""
     from tileplan.search import tile_product
@@ -203,8 +210,10 @@ def test_compiled_dominators_equal_the_vectorised_ones(rows: int, width: int, to
     assert all(np.array_equal(a, b) for a, b in zip(slow, fast, strict=True))
 
 
-@settings(max_examples=40, deadline=None)
-@given(split_problem())
+test_compiled_dominators_equal_the_vectorised_ones_full = test_compiled_dominators_equal_the_vectorised_ones.full
+
+
+@sweep(12, 40, split_problem())
 def test_split_table_equals_the_split_slices(problem: Problem) -> None:
     """The split table's longest and shortest slices, largest cores and compulsory elements per
     operand equal each split's ``SplitSlices``."""
@@ -221,6 +230,9 @@ def test_split_table_equals_the_split_slices(problem: Problem) -> None:
         assert points[i] == split.largest_core_points()
         for op in OPERANDS:
             assert elems[op][i] == split.group_elements(problem, op)
+
+
+test_split_table_equals_the_split_slices_full = test_split_table_equals_the_split_slices.full
 
 
 def _same_bounds(problem: Problem, objectives: list) -> None:
@@ -259,7 +271,7 @@ def _same_bounds(problem: Problem, objectives: list) -> None:
             assert bounds.tight(i, orders) == split_tight_bound(problem, split, objective, orders)
 
 
-@sweep(10, 60, split_problem(), st.sampled_from([1, 2]), st.integers(0, 30))
+@sweep(4, 60, split_problem(), st.sampled_from([1, 2]), st.integers(0, 30))
 def test_split_bounds_of_a_table_equal_the_scalar_ones(problem: Problem, prec: int, latency: int) -> None:
     """``SplitBounds`` (every split at once) gives the scalar bounds bit for bit: the same visit order
     and the same pruning, on random layers, machines and objectives, with and without burst latency."""
@@ -274,19 +286,22 @@ def test_split_bounds_of_a_table_equal_the_scalar_ones(problem: Problem, prec: i
 test_split_bounds_of_a_table_equal_the_scalar_ones_full = test_split_bounds_of_a_table_equal_the_scalar_ones.full
 
 
-def test_split_bounds_of_a_table_equal_the_scalar_ones_on_resnet50_and_nmp() -> None:
-    """The same on real layers of ResNet-50 on nmp (hundreds of splits each: strides, halos, adds)."""
+@pytest.mark.parametrize("names", [("res3a_conv2", "res3a_add"),
+                                   pytest.param(("conv1", "res4a_down"), marks=pytest.mark.slow)])
+def test_split_bounds_of_a_table_equal_the_scalar_ones_on_resnet50_and_nmp(names: tuple[str, ...]) -> None:
+    """The same on real layers of ResNet-50 on nmp (hundreds of splits each: strides, halos, adds; the
+    default run a 3 x 3 with halos and an add, the ``slow`` run the 7 x 7/2 stem and a 1 x 1/2 too)."""
     from tileplan import api
     from tileplan.search.objective import Objective
 
     arch = api.load_arch("nmp")
     net = api.load_network("resnet50").with_precision(api._precision(arch, None))
-    for name in ("conv1", "res3a_add", "res4a_down", "res3a_conv2"):
+    for name in names:
         _same_bounds(Problem(net[name], arch), [Objective.LATENCY, Objective.ENERGY])
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["P", "Q", "K", "C", "R", "S", "N", "G"]), st.integers(1, 40)),
+@sweep(20, 60,
+       st.lists(st.tuples(st.sampled_from(["P", "Q", "K", "C", "R", "S", "N", "G"]), st.integers(1, 40)),
                 min_size=8, max_size=8), st.integers(1, 3), st.integers(1, 17), st.integers(1, 17),
        st.sampled_from(["flattened", "unrolled"]))
 def test_spatial_options_with_clipped_lengths_equal_the_full_ones(lengths, max_dims, rows, cols, mode) -> None:
@@ -302,8 +317,11 @@ def test_spatial_options_with_clipped_lengths_equal_the_full_ones(lengths, max_d
     assert np.array_equal(spatial_options(problem, max_len), _spatial_options(problem, max_len))
 
 
-@settings(max_examples=30, deadline=None)
-@given(split_problem())
+test_spatial_options_with_clipped_lengths_equal_the_full_ones_full = (  # 60 examples, under ``slow``
+    test_spatial_options_with_clipped_lengths_equal_the_full_ones.full)
+
+
+@sweep(10, 30, split_problem())
 def test_line_costs_shared_by_slices_inside_the_tensor_equal_their_own(problem: Problem) -> None:
     """Slices of one length whose input window lies inside the tensor share a cached line cost: it is
     each slice's own (computed from its halo table without the cache)."""
@@ -321,6 +339,10 @@ def test_line_costs_shared_by_slices_inside_the_tensor_equal_their_own(problem: 
                 line = table.sum_ext[:, :, 0, 0] * problem.precision.input / arch.dram_bytes_per_cycle + \
                     every[:, :, 0, 0] * arch.burst_latency_cycles
                 assert _line_cost(problem, axis, offset, length) == float(line.min())
+
+
+test_line_costs_shared_by_slices_inside_the_tensor_equal_their_own_full = (  # 30 examples, under ``slow``
+    test_line_costs_shared_by_slices_inside_the_tensor_equal_their_own.full)
 
 
 def _core_grid_reference(problem: Problem, cluster_split: tuple[int, ...], core_split: tuple[int, ...]):
@@ -363,8 +385,7 @@ def _core_grid_reference(problem: Problem, cluster_split: tuple[int, ...], core_
     return CoreGrid(tuple(cores), tuple(shapes), shape_of, tuple(groups))
 
 
-@settings(max_examples=40, deadline=None)
-@given(split_problem())
+@sweep(12, 40, split_problem())
 def test_core_grid_equals_the_reference(problem: Problem) -> None:
     """The core grid lists the same cores, shapes (in the same order) and multicast groups as the
     plainly written form, on every split."""
@@ -374,3 +395,6 @@ def test_core_grid_equals_the_reference(problem: Problem) -> None:
         got, want = _core_grid(problem, cl, co), _core_grid_reference(problem, cl, co)
         assert got.cores == want.cores and got.shapes == want.shapes and got.groups == want.groups
         assert np.array_equal(got.shape_of, want.shape_of)
+
+
+test_core_grid_equals_the_reference_full = test_core_grid_equals_the_reference.full  # 40 examples, under ``slow``

@@ -126,7 +126,10 @@ def test_a_split_softmax_row_is_named() -> None:
 
 @pytest.mark.parametrize(("model", "extra", "kinds"), [
     ("bert-base", ["--seq", "2"], {"softmax", "layernorm", "gelu"}),
-    ("llama3-8b-block-decode", ["--kv", "4"], {"softmax", "rmsnorm", "silu", "mul", "rope"}),
+    # 15 s: the executor runs Llama's 4,096 x 14,336 projections; the default run checks the block's
+    # other layers directly (test_llama_decode_block_has_a_program_for_every_layer below)
+    pytest.param("llama3-8b-block-decode", ["--kv", "4"], {"softmax", "rmsnorm", "silu", "mul", "rope"},
+                 marks=pytest.mark.slow),
 ])
 def test_verify_command_skips_no_layer(model: str, extra: list[str], kinds: set[str]) -> None:
     """`tileplan verify` runs every distinct layer with a mapping (the embeddings, planned as copy streams,
@@ -146,6 +149,29 @@ def test_verify_command_skips_no_layer(model: str, extra: list[str], kinds: set[
     assert f"{len(distinct)} of {len(distinct)} distinct layers verified" in result.output
     assert kinds <= {net[lp.name].op.value for lp in distinct}
     assert result.output.count(" OK ") == len(distinct)
+
+
+def test_llama_decode_block_has_a_program_for_every_layer() -> None:
+    """The Llama-3 decode block as `tileplan verify` plans it: every distinct layer has a mapping and a
+    program, and every one but the large projections (matmuls of millions of MACs, the kind the BERT
+    run above verifies) is OK: RMSNorm, rope, the attention products, softmax, SiLU, the SwiGLU product
+    and the residual adds."""
+    from tileplan import api
+    from tileplan.program.generate import has_program
+
+    net = api.load_network("llama3-8b-block-decode", kv=4)
+    arch = api.load_arch("eyeriss")
+    plan = api.plan(net, arch)
+    distinct = [lp for lp in plan.layers if lp.cached_from is None and net[lp.name].moves_data]
+    assert all(lp.mapping is not None and has_program(net[lp.name]) for lp in distinct)
+    small = [lp for lp in distinct if net[lp.name].macs < 10**6]
+    assert {net[lp.name].op.value for lp in distinct if lp not in small} == {"matmul"}
+    assert {"softmax", "rmsnorm", "silu", "mul", "rope", "add", "matmul"} <= {net[lp.name].op.value for lp in small}
+    prec = Precision.uniform(arch.precision_bytes, arch.psum_bytes)
+    for lp in small:
+        assert lp.mapping is not None
+        verdict = verify_layer(net[lp.name].with_precision(prec), arch, lp.mapping)
+        assert verdict.ok, (lp.name, verdict.mismatches())
 
 
 def test_a_row_that_does_not_fit_is_named() -> None:

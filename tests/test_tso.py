@@ -273,11 +273,23 @@ def test_tso_plans_execute_bit_exact_with_model_counts() -> None:
         assert v.bit_exact and v.bytes_match and v.bursts_match, lp.name
 
 
-def test_tso_plans_of_all_six_networks_execute_bit_exact() -> None:
+def _first_of_each_kind_and_network(layers: list[tuple[str, Layer]]) -> list[tuple[str, Layer]]:
+    """The first layer of each op kind and of each network, and the first strided and non-square ones."""
+    out: dict[object, tuple[str, Layer]] = {}
+    for label, layer in layers:
+        for key in (layer.op, label.split("/")[0], ("strided", layer.stride != (1, 1)), ("square", layer.r == layer.s)):
+            out.setdefault(key, (label, layer))
+    return list(dict.fromkeys(out.values()))
+
+
+@pytest.mark.parametrize("every", [False, pytest.param(True, marks=pytest.mark.slow, id="all")])
+def test_tso_plans_of_all_six_networks_execute_bit_exact(every: bool) -> None:
     """The `tso` plans of every distinct conv/FC layer of the experiment's six networks (shrunk so the
     executor runs in milliseconds: kernel, stride, padding, dilation and groups kept, channels <= 48, maps
     <= 9 x 9): the generated programs compute the reference output and move the bytes and bursts the
-    model predicts. Full-size layers: `tileplan verify MODEL --arch nmp --strategy tso`."""
+    model predicts. Full-size layers: `tileplan verify MODEL --arch nmp --strategy tso`. The default run
+    checks the first layer of each kind and of each network (a strided and a non-square one among them),
+    the ``slow`` run every one."""
     from helpers import shrink
 
     from tileplan import api
@@ -293,11 +305,12 @@ def test_tso_plans_of_all_six_networks_execute_bit_exact() -> None:
                 small = shrink(layer)
                 layers.setdefault(small.signature(), (f"{paper_name}/{layer.name}", small))
     assert {label.split("/")[0] for label, _ in layers.values()} == set(NETWORKS)
+    assert len(layers) >= 30
+    checked = list(layers.values()) if every else _first_of_each_kind_and_network(list(layers.values()))
     failures = []
-    for label, layer in layers.values():
+    for label, layer in checked:
         result = run("tso", Problem(layer, NMP), Objective.LATENCY)
         v = verify_layer(layer, NMP, result.mapping)
         if not (v.bit_exact and v.bytes_match and v.bursts_match):
             failures.append(f"{label}: {v.mismatches()}")
     assert not failures, "\n".join(failures)
-    assert len(layers) >= 30
