@@ -7,6 +7,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+# pytest-xdist already runs one worker per core: a plan that also started a pool of one search process per
+# CPU (its default --jobs) would pay the pool's start-up (~0.3 CPU-s per process) for no speed. The tests of
+# the pools and of what happens to them (test_interrupt, test_hostile_process, test_sweep, test_split_parts)
+# give --jobs / jobs= explicitly; TILEPLAN_JOBS itself is tested in test_parallel_jobs.py.
+os.environ.setdefault("TILEPLAN_JOBS", "1")
+
 if "PYTEST_XDIST_WORKER" in os.environ:
     # pytest-xdist gives its workers COLUMNS=80 (the controller's terminal); captured command output is
     # as wide as piped output of a plain run (``cli.app``: COLUMNS, else 200), so tables keep one row per layer.

@@ -135,10 +135,6 @@ def _run_block(block: Block, folder: Path, monkeypatch: pytest.MonkeyPatch,
                capsys: pytest.CaptureFixture[str]) -> None:
     shutil.copytree(ROOT / "examples", folder / "examples")
     monkeypatch.chdir(folder)
-    # A command's default --jobs is one search process per CPU; each plan's pool costs ~0.3 CPU-s of start-up
-    # per worker and the pages show no process count, so the examples run in this process (tests of the
-    # pools: test_interrupt, test_hostile_process, test_sweep).
-    monkeypatch.setattr(os, "cpu_count", lambda: 1)
     for step in block.steps:
         missing = [why for program, why in NEEDS.items() if step.command.startswith(program)
                    and shutil.which(program.strip()) is None]

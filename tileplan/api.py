@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -28,7 +27,7 @@ from tileplan.errors import InfeasibleError, MappingError, TileplanError, Worklo
 from tileplan.interop.tlyaml import timeloop_keys
 from tileplan.interop.zigzag import is_hardware, is_workload
 from tileplan.mapping import Mapping
-from tileplan.parallel import run_parallel
+from tileplan.parallel import default_jobs, run_parallel
 from tileplan.plan import LayerCost, LayerPlan, NetworkPlan
 from tileplan.search import LEVEL_STRATEGIES, STRATEGIES
 from tileplan.search import run as run_strategy
@@ -386,7 +385,7 @@ def plan(network: str | Path | Network, arch: str | Path | Arch, *, strategy: st
         if key not in owner:
             owner[key] = layer.name
             todo.append(layer)
-    workers = max(1, jobs or os.cpu_count() or 1)
+    workers = jobs or default_jobs()
     results: dict[str, LayerPlan] = {}
     DramModel.parse(dram_model)  # fail before any search
     if progress:
@@ -520,7 +519,7 @@ def plan_fused(network: str | Path | Network, arch: str | Path | Arch, *, object
     base = plan(net, a, strategy=strategy, objective=objective, batch=batch, precision_bytes=precision_bytes,
                 budget=budget, seed=seed, cache=cache, jobs=jobs, progress=progress)
     return plan_fusion(net, a, base, objective, max_group=max_group, every_start=every_start,
-                       jobs=jobs or os.cpu_count() or 1, progress=progress, searcher=searcher)
+                       jobs=jobs or default_jobs(), progress=progress, searcher=searcher)
 
 
 def plan_group(network: str | Path | Network, arch: str | Path | Arch, names: Sequence[str], *,

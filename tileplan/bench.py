@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import resource
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from rich.table import Table
 from tileplan import api
 from tileplan.bench_memory import TreePeak
 from tileplan.errors import TileplanError
+from tileplan.parallel import default_jobs
 from tileplan.search import memo
 
 
@@ -61,7 +61,7 @@ def run_bench(networks: list[str], archs: list[str], *, strategy: str = "exhaust
     """Plan each network on each accelerator once cold, then ``repeat`` times warm, and measure it; then
     ``fresh`` times as a new ``tileplan plan`` process (the user-visible time; 0: not measured)."""
     rows = []
-    workers = jobs or os.cpu_count() or 1
+    workers = jobs or default_jobs()
     for arch in archs:
         for net in networks:
             runs = []
@@ -133,7 +133,7 @@ def run_fused_bench(networks: list[str], archs: list[str], *, objective: str = "
                     ) -> list[FusedBenchRow]:
     """Plan each network with fusion (``api.plan_fused``) once cold, then ``repeat`` times warm."""
     rows = []
-    workers = jobs or os.cpu_count() or 1
+    workers = jobs or default_jobs()
     for arch in archs:
         for net in networks:
             runs = []

@@ -29,7 +29,27 @@ from tileplan.errors import TileplanError
 T = TypeVar("T")
 R = TypeVar("R")
 
-__all__ = ["run_parallel"]
+__all__ = ["default_jobs", "run_parallel"]
+
+#: Environment variable that sets how many processes a search uses when ``--jobs`` is not given.
+JOBS_VARIABLE = "TILEPLAN_JOBS"
+
+
+def default_jobs() -> int:
+    """Processes a search uses when the caller gives none: ``TILEPLAN_JOBS`` when set (a shared machine,
+    a CI runner, a test suite that already runs one worker per core), otherwise every CPU.
+
+    >>> import os; os.environ["TILEPLAN_JOBS"] = "3"; default_jobs()
+    3
+    >>> del os.environ["TILEPLAN_JOBS"]
+    """
+    value = os.environ.get(JOBS_VARIABLE, "").strip()
+    if not value:
+        return max(1, os.cpu_count() or 1)
+    if not value.isdigit() or int(value) < 1:
+        raise TileplanError(f"{JOBS_VARIABLE}={value!r} is not a number of processes; set it to a positive "
+                            f"integer (e.g. {JOBS_VARIABLE}=2) or unset it to use every CPU")
+    return int(value)
 
 
 def _worker_init(parent: int) -> None:

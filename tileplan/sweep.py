@@ -28,6 +28,7 @@ from tileplan.arch.overrides import apply_overrides, parse_override, parse_value
 from tileplan.arch.spec import Arch
 from tileplan.errors import ConfigError, TileplanError
 from tileplan.files import csv_cell
+from tileplan.parallel import default_jobs
 from tileplan.report.files import write_text_atomic
 
 #: Result columns of every row, after the point's parameters.
@@ -274,7 +275,7 @@ def run_sweep(sweep: Sweep, path: str | Path, *, backend: str = "local", jobs: i
     points = sweep.points()
     done = read_done(target, sweep)
     todo = [p for p in points if p.index not in done]
-    workers = max(1, jobs or os.cpu_count() or 1)
+    workers = jobs or default_jobs()
     if progress:
         progress(len(done), len(points), "resumed" if done else "")
     if todo:

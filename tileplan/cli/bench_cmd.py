@@ -7,7 +7,17 @@ from pathlib import Path
 
 import typer
 
-from tileplan.cli.app import MAX_GROUP_HELP, OBJECTIVE_HELP, STRATEGY_HELP, _guard, app, check_names, err, out
+from tileplan.cli.app import (
+    JOBS_HELP,
+    MAX_GROUP_HELP,
+    OBJECTIVE_HELP,
+    STRATEGY_HELP,
+    _guard,
+    app,
+    check_names,
+    err,
+    out,
+)
 from tileplan.errors import TileplanError
 
 
@@ -18,7 +28,7 @@ def bench(
     strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=STRATEGY_HELP),
     objective: str = typer.Option("latency", "--objective", "-o", help=OBJECTIVE_HELP),
     json_path: Path | None = typer.Option(None, "--json", help="Write the measurements as JSON."),
-    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Worker processes (default: every CPU)."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", help=JOBS_HELP),
     repeat: int = typer.Option(1, "--repeat", help="Warm runs after the cold one (the fastest is reported)."),
     fresh: int = typer.Option(3, "--fresh", min=0, help="Also time each plan as typed at the prompt: a new "
                               "`tileplan plan` process per run, the fastest of this many (0: skip)."),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from tileplan.cli.app import _compile_note, _guard, app, err, out
+from tileplan.cli.app import JOBS_HELP, _compile_note, _guard, app, err, out
 from tileplan.errors import TileplanError
 
 
@@ -16,7 +16,7 @@ def experiment(
     output: Path | None = typer.Option(None, "--output", "-o",
                                        help="Folder for the CSVs, plots and summary.md (default: results/NAME)."),
     quick: bool = typer.Option(False, "--quick", help="A reduced run (what the tests run)."),
-    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help=JOBS_HELP),
     paper_formulas: bool = typer.Option(False, "--paper-formulas",
                                         help="Also the paper's printed formulas where they differ from the model "
                                              "(ye: Eq. 1-9 beside the faithful counts)."),

@@ -12,6 +12,7 @@ from tileplan.cli.app import (
     ARCH_HELP,
     BUDGET_HELP,
     DEFAULT_BUDGET,
+    JOBS_HELP,
     KV_HELP,
     MAX_GROUP_HELP,
     MODEL_HELP,
@@ -60,7 +61,7 @@ def plan(
     skip_unsupported: bool = typer.Option(False, "--skip-unsupported",
                                           help="Pass unsupported ONNX operators through with a warning."),
     all_layers: bool = typer.Option(False, "--all", help="Show layers that reuse an identical layer's plan."),
-    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help=JOBS_HELP),
     json_path: Path | None = typer.Option(None, "--json", help="Write the plan as JSON."),
     csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per layer."),
     plots_dir: Path | None = typer.Option(None, "--plots", help="Write the plan's figures (roofline, traffic, "

@@ -10,6 +10,7 @@ from tileplan.cli.app import (
     ARCH_HELP,
     BUDGET_HELP,
     DEFAULT_BUDGET,
+    JOBS_HELP,
     KV_HELP,
     MAX_GROUP_HELP,
     MODEL_HELP,
@@ -42,7 +43,7 @@ def report(
     seed: int | None = typer.Option(None, "--seed", help=SEED_HELP),
     skip_unsupported: bool = typer.Option(False, "--skip-unsupported",
                                           help="Pass unsupported ONNX operators through with a warning."),
-    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Search processes (default: every CPU)."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help=JOBS_HELP),
     fuse: bool = typer.Option(False, "--fuse", help="Also fuse groups of layers (`plan --fuse`) and report the "
                               "groups with their DRAM saving."),
     max_group: int | None = typer.Option(None, "--max-group", min=2,

@@ -21,7 +21,7 @@ from tileplan.cost.bounds import compulsory_bytes
 from tileplan.cost.problem import Problem
 from tileplan.experiments import eplanner_extra
 from tileplan.experiments.common import ExperimentResult, Log, Reference
-from tileplan.parallel import run_parallel
+from tileplan.parallel import default_jobs, run_parallel
 from tileplan.report import plots
 from tileplan.search import run as run_strategy
 from tileplan.search.eplanner import eplanner_counted
@@ -104,12 +104,11 @@ def _run_tasks(tasks: list[Task], jobs: int, log: Log, label: str) -> dict[tuple
 
 def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: None) -> ExperimentResult:
     """The thesis's chapter-8 experiments (``quick``: AlexNet on setup A, one gap layer, no timing of C)."""
-    import os
 
     ref = Reference.load(NAME)
     res = ExperimentResult(NAME, TITLE, PAPER, quick=quick,
                            quick_scope="AlexNet on setup A, one gap layer, no timing of generated C")
-    workers = jobs or os.cpu_count() or 1
+    workers = jobs or default_jobs()
     nets = {"alexnet": "alexnet"} if quick else NETWORKS
     setups = {"A": SETUPS["A"]} if quick else SETUPS
     loaded = {key: api.load_network(name) for key, name in nets.items()}

@@ -29,7 +29,7 @@ from tileplan.dims import DIMS, NDIMS, OPERANDS
 from tileplan.experiments import marvel_extra
 from tileplan.experiments.common import ExperimentResult, Log, Reference
 from tileplan.mapping import DEFAULT_LAYOUTS, layout_options
-from tileplan.parallel import run_parallel
+from tileplan.parallel import default_jobs, run_parallel
 from tileplan.report import plots
 from tileplan.search import run as run_strategy
 from tileplan.search.marvel import marvel_parts
@@ -203,13 +203,12 @@ def _geomean(values: list[float]) -> float:
 
 def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: None) -> ExperimentResult:
     """MARVEL's §4 (``quick``: two layers)."""
-    import os
 
     ref = Reference.load(NAME)
     res = ExperimentResult(NAME, TITLE, PAPER, quick=quick,
                            quick_scope=f"layers {', '.join(QUICK_LAYERS)}, network {', '.join(QUICK_NETWORKS)}, "
                                        "short random budgets")
-    workers = jobs or os.cpu_count() or 1
+    workers = jobs or default_jobs()
     labels = list(QUICK_LAYERS) if quick else [r.label for r in TABLE3]
     log("off-chip subspace")
     offs: dict[str, dict[str, Any]] = {}

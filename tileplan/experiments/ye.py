@@ -14,7 +14,6 @@ pools, so only the full total is a fair comparison, and the network planner mini
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -35,7 +34,7 @@ from tileplan.fusion.planner import candidate_groups_sizes, choose_cut, plan_fus
 from tileplan.fusion.search import GroupResult
 from tileplan.fusion.verify import verify_fused
 from tileplan.fusion.ye import FUSED, FUSED_FAMILIES, classify, conv_pool_conv, group_sizes_searcher
-from tileplan.parallel import run_parallel
+from tileplan.parallel import default_jobs, run_parallel
 from tileplan.plan import LayerCost, NetworkPlan
 from tileplan.report import plots
 from tileplan.workload.layer import Precision
@@ -259,7 +258,7 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
     tasks[len(tasks) - 1:len(tasks) - 1] = [("fig6", key, c1, hw, fig6_sizes, paper_formulas) for key, c1, hw in FIG6]
     found: dict[int, list[Point]] = {}
     fig6: dict[str, list[dict[str, Any]]] = {}
-    for i, (kind, out) in run_parallel(_task, tasks, jobs=max(1, jobs or os.cpu_count() or 1)):
+    for i, (kind, out) in run_parallel(_task, tasks, jobs=jobs or default_jobs()):
         if kind == "fig6":
             fig6[tasks[i][1]] = out
             log(f"{tasks[i][1]}: DenseNet-121 pair C1={tasks[i][2]}, {tasks[i][3]}x{tasks[i][3]} done")
