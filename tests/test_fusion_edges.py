@@ -89,6 +89,28 @@ def test_reuse_with_a_chunked_map_has_a_program(outer: bool, direction: Directio
     assert v.counted_read_bytes[0] == passes * first.n * first.c_in * first.h * first.w
 
 
+def test_a_streamed_piece_loaded_in_an_empty_step_is_not_held_twice() -> None:
+    """resnet18 res2a_conv1+res2a_conv2 shrunk to 4 x 7 x 7 (3 x 3, padding 1), tiles 1 x 2 down the
+    columns with reuse buffers, conv1 streamed a filter (36 B) at a time, conv2 resident (144 B). In
+    the last row step of a column strip conv1 has nothing new to compute, but its 4 filters are still
+    loaded (and priced): the program kept all 144 B on chip until its next compute (peak 424 B over
+    the model's 398 B). A streamed piece replaces the last one. The peak, by hand, is conv1's 4th
+    filter load in strip 2's second step: conv1's input 4 ch x 20 px = 80 B (the 2-column overlap
+    strip, rows 1-6, and the window's rows 0-3 x cols 4-5), conv2's input 72 B (its 2-column strip,
+    7 rows, and rows 0-1 x cols 3-4) + 6 B (row 2 x cols 3-4 of the 3 channels done), 36 + 144 B of
+    weights: 338 B. The model (Eq. 5 + 8): conv1's 5 x 6 window 120 B, conv2's 3 x 4 window 48 B,
+    cols reuse buffers (7 - 5) * 2 * 4 + (7 - 3) * 2 * 4 = 48 B, one psum tile 2 B, weights 180 B."""
+    layers = shrink("resnet18", ["res2a_conv1", "res2a_conv2"], 7, 16)
+    assert [(x.c_in, x.h, x.w, x.k_out, x.r, x.s) for x in layers] == [(4, 7, 7, 4, 3, 3)] * 2
+    arch = api.load_arch("eyeriss").model_copy(update={"double_buffering": False})
+    big = arch.model_copy(update={"memories": [m.model_copy(update={"size_bytes": 1 << 24}) for m in arch.memories]})
+    mapping = FusedMapping(1, 1, 2, 1, Overlap.REUSE, Direction.COLS, (False, True), (4,), (ONES, ONES), False)
+    v = verify_fused(FusedGroup(tuple(layers)), big, mapping)
+    _exact(v)
+    assert v.peak_bytes == {"L2": 80 + 72 + 6 + 36 + 144}
+    assert v.footprint_bytes == {"L2": 4 * 30 + 4 * 12 + (2 * 2 * 4 + 4 * 2 * 4) + 2 + (36 + 144)}
+
+
 def test_the_searched_reuse_chunked_pair_verifies_from_the_cli() -> None:
     """The case that was refused: ``tileplan verify resnet18 --arch edge --group res2a_conv1+res2a_conv2``."""
     from typer.testing import CliRunner

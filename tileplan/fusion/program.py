@@ -347,6 +347,8 @@ class _Machine:
         elif ins.op == "LOAD_WEIGHT":
             w, w_have = self.w[m], self.w_have[m]
             assert w is not None and w_have is not None
+            if not self.p.mapping.resident[m] and not self.p.mapping.chunk_outer:
+                w_have[:] = False  # a streamed piece replaces the last one (unused when its step had no region)
             box = (ins.k, ins.c, (0, w.shape[2]), (0, w.shape[3]))
             w_have[tuple(slice(a, b) for a, b in box)] = True
             self.dram(1, w.shape, box, self.probs[m].precision.weight, False)
