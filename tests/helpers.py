@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -82,3 +83,27 @@ def shrink(layer: Layer) -> Layer:
     if layer.op is OpKind.FC:
         return replace(layer, c_in=min(layer.c_in, 64), k_out=min(layer.k_out, 48), inputs=())
     return replace(layer, c_in=c_in, k_out=k_out, h=h, w=w, r=r, s=s, inputs=())
+
+
+def quick_experiment(name: str, out: Path) -> tuple[Path, str, Any]:
+    """``tileplan experiment NAME --quick --jobs 1 -o OUT`` in this process: its folder, its printed output
+    and the ``ExperimentResult`` it wrote (captured as written, so tests assert on this run's tables)."""
+    import pytest
+    from typer.testing import CliRunner
+
+    from tileplan.cli import app
+    from tileplan.experiments import common
+
+    written: list[Any] = []
+    real = common.write_result
+
+    def keep(result: Any, out_dir: Path) -> Any:
+        written.append(result)
+        return real(result, out_dir)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(common, "write_result", keep)
+        result = CliRunner().invoke(app, ["experiment", name, "--quick", "--jobs", "1", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert len(written) == 1
+    return out, result.output, written[0]

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from tileplan.experiments.common import ExperimentResult, Reference
 
@@ -16,23 +15,9 @@ from tileplan.experiments.common import ExperimentResult, Reference
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, ExperimentResult]:
     """`tileplan experiment eplanner --quick` run once for this module: its folder, its output and the
     result it wrote (the tests of its parts assert on this run's tables)."""
-    from tileplan.cli import app
-    from tileplan.experiments import common
+    from helpers import quick_experiment
 
-    out = tmp_path_factory.mktemp("eplanner_quick")
-    written: list[ExperimentResult] = []
-    real = common.write_result
-
-    def keep(result: ExperimentResult, out_dir: Path):  # type: ignore[no-untyped-def]
-        written.append(result)
-        return real(result, out_dir)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(common, "write_result", keep)
-        result = CliRunner().invoke(app, ["experiment", "eplanner", "--quick", "--jobs", "1", "-o", str(out)])
-    assert result.exit_code == 0, result.output
-    assert len(written) == 1
-    return out, result.output, written[0]
+    return quick_experiment("eplanner", tmp_path_factory.mktemp("eplanner_quick"))
 
 
 def test_quick_run_writes_every_table_figure_and_explains_every_gap(
