@@ -103,37 +103,30 @@ def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: O
     todo: list[tuple[object, ...]] = []
     groups: dict[tuple[object, ...], FusedGroup] = {}
     chains: dict[tuple[int, int], tuple[object, ...]] = {}
-    for start in range(n - 1):
-        for end in group_ends(layers, start, max_group, count_joins=count_joins):
-            chain = list(layers[start:end])
-            if chain_error(chain, network, merges=merge) is not None:
-                break
-            group = group_of(network, [x.name for x in chain])
-            key = group.signature()
-            chains[(start, end)] = key
-            if key not in owner:
-                owner[key] = group.name
-                groups[key] = group
-                todo.append(key)
-    blocks = block_segments(network, max_group, list(chains), count_joins=count_joins) if merge else {}
-    for seg, group in blocks.items():  # branches and joins (``fusion.block``), beside the chains
+
+    def add(seg: tuple[int, int], group: FusedGroup) -> None:
+        """Candidate ``group`` for segment ``seg``, searched once per distinct group (its signature)."""
         key = group.signature()
         chains[seg] = key
         if key not in owner:
             owner[key] = group.name
             groups[key] = group
             todo.append(key)
+
+    for start in range(n - 1):
+        for end in group_ends(layers, start, max_group, count_joins=count_joins):
+            chain = list(layers[start:end])
+            if chain_error(chain, network, merges=merge) is not None:
+                break
+            add((start, end), group_of(network, [x.name for x in chain]))
+    blocks = block_segments(network, max_group, list(chains), count_joins=count_joins) if merge else {}
+    for seg, group in blocks.items():  # branches and joins (``fusion.block``), beside the chains
+        add(seg, group)
     # Attention and MLP blocks (``fusion.transformer``): one candidate each, whatever ``max_group``, with
     # the general search (the papers' restricted searches fuse windowed chains only).
     transformers = transformer_spans(network) if merge else []
     for start, end in transformers:
-        group = FusedGroup.of(network, [x.name for x in layers[start:end]])
-        key = group.signature()
-        chains[(start, end)] = key
-        if key not in owner:
-            owner[key] = group.name
-            groups[key] = group
-            todo.append(key)
+        add((start, end), FusedGroup.of(network, [x.name for x in layers[start:end]]))
     args = [(groups[key], list(archs), objective, searcher, sizes_searcher) for key in todo]
     results: dict[tuple[object, ...], list[GroupResult | None]] = {}
     for done, (i, res) in enumerate(run_parallel(_search, args, jobs=max(1, jobs)), start=1):
@@ -156,16 +149,11 @@ def candidate_groups_sizes(network: Network, archs: Sequence[Arch], objective: O
                 end += 1
             # HW-Flow-Fusion restarts from the first layer that could not join (``end - 1``).
             start = start + 1 if every_start else max(start + 1, end - 1)
-        for seg in blocks:  # every block group that fits is a candidate
+        for seg in [*blocks, *transformers]:  # every block or transformer group that fits is a candidate
             result = results[chains[seg]][a]
             if result is not None:
                 name = "+".join(x.name for x in layers[seg[0]:seg[1]])
                 found[seg] = (result, None if owner[chains[seg]] == name else owner[chains[seg]])
-        for span in transformers:
-            result = results[chains[span]][a]
-            if result is not None:
-                name = "+".join(x.name for x in layers[span[0]:span[1]])
-                found[span] = (result, None if owner[chains[span]] == name else owner[chains[span]])
         out.append(found)
     return out
 
