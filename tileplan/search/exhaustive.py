@@ -302,12 +302,15 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     with the DRAM objective and ``plain`` (the problem without bypass), so is a tile vector that surely
     fits ``plain`` (the same DRAM bytes as there: only a strictly lower value is sought)."""
     t0 = time.perf_counter()
-    splits = split_options(problem)
+    # What reads only the layer and the PE array (core splits and their slices, unroll options, tile
+    # candidates: ``space.tile_groups`` reads no memory) is the plain problem's, shared with its search.
+    shape_of = plain if plain is not None else problem
+    splits = split_options(shape_of)
     if hoists is None:
         hoists = HOISTS if orders is None else (NONE,)
     configs = [(h, (class_orders() if orders is None else np.asarray(orders, dtype=np.int64)) if h == NONE
                 else (reuse_orders(h) if orders is None else np.asarray(orders, dtype=np.int64))) for h in hoists]
-    table = SplitTable.of(problem, splits)
+    table = _split_table(shape_of, splits)
     split_bounds = SplitBounds.of(problem, table, objective)
     # Latency bounds too (built when first needed), so that a split whose objective bound ties the best
     # found is still skipped when it cannot tie its latency (ties are broken by latency first).
@@ -325,7 +328,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     searched = 0
     space = 0.0
     n_orders = math.factorial(NDIMS)
-    group_cache = layer_group_cache(problem)
+    group_cache = layer_group_cache(shape_of)
 
     def skip(bound: float, s: int, kind: str, *, may_tie: bool, orders: np.ndarray | None = None) -> bool:
         """Whether split ``s`` with objective bound ``bound`` (of ``kind``; its latency bound of the same
@@ -354,7 +357,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
             continue
         max_length = tuple(int(x) for x in table.max_length[s])
         if max_length not in sizes:
-            opts = spatial_options(problem, max_length)
+            opts = spatial_options(shape_of, max_length)
             sizes[max_length] = (opts, float(np.prod([float(x) for x in max_length])) * n_orders * len(opts))
         uopts, size = sizes[max_length]
         live = [(h, o) for h, o in configs if h == NONE or h.applies(problem, max_length)]
@@ -376,7 +379,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
         grid = problem.core_grid(*splits[s])
         tables = split_tables(problem, *splits[s])
         for hoist, h_orders in live:
-            groups = tile_groups(problem, grid, uopts, group_cache, hoist.pairs)
+            groups = tile_groups(shape_of, grid, uopts, group_cache, hoist.pairs)
             tiles = memo(("feasible_product", problem.layer.signature(), capacity_free_key(problem.arch),
                           tuple(int(c) for c in problem.capacity_bytes), splits[s], hoist.name),
                          partial(_feasible_tiles, problem, groups))
@@ -387,6 +390,14 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
         progress(len(splits), len(splits))
     return SplitSearch(state.best, state.key or (), state.rank, state.evaluated, space, searched, len(splits),
                        time.perf_counter() - t0)
+
+
+def _split_table(problem: Problem, splits: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> SplitTable:
+    """``SplitTable.of(problem, splits)``, kept on ``problem`` for its register-file searches."""
+    held: tuple[list[tuple[tuple[int, ...], tuple[int, ...]]], SplitTable] | None = problem.__dict__.get("_split_table")
+    if held is None or held[0] != splits:
+        held = problem.__dict__["_split_table"] = (splits, SplitTable.of(problem, splits))
+    return held[1]
 
 
 @dataclass
@@ -426,7 +437,8 @@ def _search_chunk(problem: Problem, objective: Objective, t: np.ndarray, grid: C
                          np.broadcast_to(hoist.array(), (n, 3, NDIMS)).copy(), unroll,
                          np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy(),
                          split[0], split[1])
-    lows = split_bounds.row_bounds(s, row_compute_bound(problem, split_bounds.table.max_length[s], t, unroll))
+    lows = split_bounds.row_bounds(s, row_compute_bound(problem, split_bounds.table.max_length[s], t, unroll)) \
+        if split_bounds.reads_latency else None
     limit = min(state.key[0] if state.key is not None else np.inf, shared.get() if shared is not None else np.inf)
     keys, count = _order_keys(problem, objective, orders, batch, lows, limit)
     state.evaluated += count
