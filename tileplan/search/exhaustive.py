@@ -28,6 +28,7 @@ from tileplan.search.hoist import HOISTS, NONE, Hoist, reuse_orders
 from tileplan.search.memo import capacity_free_key, memo
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.result import SearchResult
+from tileplan.search.row_dram import row_dram_bytes
 from tileplan.search.rf_level import (
     bypass_options,
     bypass_problem,
@@ -241,6 +242,49 @@ def _order_keys(problem: Problem, objective: Objective, orders: np.ndarray, batc
     return keys, count
 
 
+def _batch(t: np.ndarray, orders: np.ndarray, hoist: Hoist, split: tuple[tuple[int, ...], tuple[int, ...]],
+           unroll: np.ndarray | None = None) -> MappingBatch:
+    """The tile vectors ``t`` as a batch in the first of ``orders`` with ``hoist``, the default
+    layouts and ``unroll`` (default: none yet, all ones)."""
+    n = len(t)
+    return MappingBatch(t, np.broadcast_to(orders[0], (n, NDIMS)).copy(),
+                        np.broadcast_to(hoist.array(), (n, 3, NDIMS)).copy(),
+                        np.ones((n, NDIMS), dtype=np.int64) if unroll is None else unroll,
+                        np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy(),
+                        split[0], split[1])
+
+
+def _wave_keys(problem: Problem, objective: Objective, orders: np.ndarray, batch: MappingBatch, lows: np.ndarray,
+               limit: float, unrolled: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+               ) -> tuple[np.ndarray, int]:
+    """:func:`_order_keys` for bounds ``lows`` that need no unrolling: the unrolling of a wave's tile
+    vectors is chosen (``unrolled(rows)``: unroll factors, and whether they fit) only when the wave is
+    costed, and written into ``batch.unroll`` (left as it is elsewhere). Returns the keys (``inf`` where
+    not costed or not fitting) and how many values were computed."""
+    n = len(batch)
+    keys = np.full((n, len(orders)), np.inf)
+    unroll = batch.unroll
+    ranked = np.argsort(lows, kind="stable")
+    split_at = max(FIRST_WAVE_MIN, int(n * FIRST_WAVE))
+    count = 0
+    for wave in (ranked[:split_at], ranked[split_at:]):
+        wave = np.sort(wave[lows[wave] <= limit])
+        if not len(wave):
+            continue
+        u, fits = unrolled(wave)
+        unroll[wave] = u
+        wave = wave[fits]
+        if not len(wave):
+            continue
+        sub = batch.take(wave)
+        sub.unroll = unroll[wave]
+        values = evaluate_orders(problem, sub, orders, objective.value)
+        keys[wave] = values
+        count += int(values.size)
+        limit = min(limit, float(values.min()))
+    return keys, count
+
+
 #: At most this many of a chunk's mappings reaching its least value are fully costed to break the tie.
 TIE_CAP = 4096
 
@@ -418,29 +462,38 @@ def _search_chunk(problem: Problem, objective: Objective, t: np.ndarray, grid: C
                   plain: Problem | None = None) -> None:
     """Cost one chunk of tile vectors ``t`` of split ``s`` under every loop order of ``orders`` with
     ``hoist``; update ``state`` when a mapping beats the best found."""
-    if bypass:
-        flags = np.broadcast_to(hoist.array(), (len(t), 3, NDIMS))
-        if plain is not None and objective is Objective.DRAM:  # dropped before their unroll is chosen
-            keep = ~fits_without_bypass(plain, grid, bypass, t, flags)
-            t, flags = t[keep], flags[keep]
-            if not len(t):
-                return
-    unroll = best_unroll(problem, grid, t, uopts, tables=tables)  # row by row: the same for any subset
-    if bypass:
-        unroll, fits = fitting_unroll(problem, grid, bypass, t, uopts, unroll,
-                                      lambda tiles, u: compute_cycles(tables, tiles, u), flags)
+    flags = np.broadcast_to(hoist.array(), (len(t), 3, NDIMS))
+    if bypass and plain is not None and objective is Objective.DRAM:  # dropped before their unroll is chosen
+        keep = ~fits_without_bypass(plain, grid, bypass, t, flags)
+        t, flags = t[keep], flags[keep]
+        if not len(t):
+            return
+
+    def unrolled(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The unrolling of the tile vectors ``t[rows]`` and whether it fits (row by row: the same for any subset)."""
+        u = best_unroll(problem, grid, t[rows], uopts, tables=tables)
+        if not bypass:
+            return u, np.ones(len(rows), dtype=bool)
+        return fitting_unroll(problem, grid, bypass, t[rows], uopts, u,
+                              lambda tiles, u: compute_cycles(tables, tiles, u), flags[rows])
+
+    limit = min(state.key[0] if state.key is not None else np.inf, shared.get() if shared is not None else np.inf)
+    if objective is Objective.DRAM:
+        # Each tile vector's own DRAM bound: those that cannot reach a value found are never costed
+        # (nor their unrolling chosen); the others keep their rows, so the choice is unchanged.
+        lows = row_dram_bytes(orders, t, split_bounds.table.min_length[s], split_bounds.group_bytes[s],
+                              None if hoist == NONE else hoist.array())
+        batch = _batch(t, orders, hoist, split)
+        keys, count = _wave_keys(problem, objective, orders, batch, lows, limit, unrolled)
+    else:
+        unroll, fits = unrolled(np.arange(len(t)))
         t, unroll = t[fits], unroll[fits]
         if not len(t):
             return
-    n = len(t)
-    batch = MappingBatch(t, np.broadcast_to(orders[0], (n, NDIMS)).copy(),
-                         np.broadcast_to(hoist.array(), (n, 3, NDIMS)).copy(), unroll,
-                         np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy(),
-                         split[0], split[1])
-    lows = split_bounds.row_bounds(s, row_compute_bound(problem, split_bounds.table.max_length[s], t, unroll)) \
-        if split_bounds.reads_latency else None
-    limit = min(state.key[0] if state.key is not None else np.inf, shared.get() if shared is not None else np.inf)
-    keys, count = _order_keys(problem, objective, orders, batch, lows, limit)
+        batch = _batch(t, orders, hoist, split, unroll)
+        lows = split_bounds.row_bounds(s, row_compute_bound(problem, split_bounds.table.max_length[s], t, unroll)) \
+            if split_bounds.reads_latency else None
+        keys, count = _order_keys(problem, objective, orders, batch, lows, limit)
     state.evaluated += count
     low = float(keys.min())
     if not np.isfinite(low) or (state.key is not None and low > state.key[0]) or (
