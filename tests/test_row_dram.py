@@ -23,7 +23,7 @@ from test_rf_level import CASES as RF_CASES
 from tileplan.cost.batch import MappingBatch
 from tileplan.cost.model import evaluate
 from tileplan.cost.problem import Problem, SplitTable
-from tileplan.dims import DIMS, NDIMS, OPERANDS, RELEVANT, Dim
+from tileplan.dims import NDIMS, OPERANDS, RELEVANT, Dim
 from tileplan.errors import InfeasibleError
 from tileplan.search.hoist import NONE, WEIGHT_C, Hoist, reuse_orders
 from tileplan.search.objective import Objective

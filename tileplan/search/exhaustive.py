@@ -28,7 +28,6 @@ from tileplan.search.hoist import HOISTS, NONE, Hoist, reuse_orders
 from tileplan.search.memo import capacity_free_key, memo
 from tileplan.search.objective import Objective, best_index
 from tileplan.search.result import SearchResult
-from tileplan.search.row_dram import row_dram_bytes
 from tileplan.search.rf_level import (
     bypass_options,
     bypass_problem,
@@ -36,6 +35,7 @@ from tileplan.search.rf_level import (
     fitting_unroll,
     real_footprints,
 )
+from tileplan.search.row_dram import row_dram_bytes
 from tileplan.search.shared import SharedBest
 from tileplan.search.space import (
     TileGroup,
@@ -478,6 +478,7 @@ def _search_chunk(problem: Problem, objective: Objective, t: np.ndarray, grid: C
                               lambda tiles, u: compute_cycles(tables, tiles, u), flags[rows])
 
     limit = min(state.key[0] if state.key is not None else np.inf, shared.get() if shared is not None else np.inf)
+    lows: np.ndarray | None
     if objective is Objective.DRAM:
         # Each tile vector's own DRAM bound: those that cannot reach a value found are never costed
         # (nor their unrolling chosen); the others keep their rows, so the choice is unchanged.
