@@ -82,8 +82,13 @@ class _Masks:
             m = self.full[pattern]  # (8, k, 3)
             per_order = m.transpose(1, 0, 2).reshape(m.shape[1], -1)  # (k, 8 * 3) of 0/1
             _, first = np.unique(per_order.astype(np.int64) @ (1 << np.arange(per_order.shape[1])), return_index=True)
+            per_order = per_order[np.sort(first)]
+            # An order whose every operand multiplies a superset of another's trips is never the least.
+            covers = np.all(per_order[:, None, :] <= per_order[None, :, :], axis=2)  # [j, i]: j's sets within i's
+            np.fill_diagonal(covers, False)
+            per_order = per_order[~covers.any(axis=0)]
             held = self.merged[pattern] = np.ascontiguousarray(
-                per_order[np.sort(first)].reshape(-1, NDIMS, 3).transpose(1, 0, 2).reshape(NDIMS, -1))
+                per_order.reshape(-1, NDIMS, 3).transpose(1, 0, 2).reshape(NDIMS, -1))
         return held
 
 
@@ -120,13 +125,14 @@ def row_dram_bytes(orders: np.ndarray, tiles: np.ndarray, shortest: np.ndarray, 
     pattern = ((trips > 1) << np.arange(NDIMS)).sum(axis=1)
     logs = np.log(trips.astype(np.float64))
     g = np.asarray(group_bytes, dtype=np.float64)
+    per_rho = np.array([g[0], g[1], 2 * g[3]])  # bytes per unit of each reload factor
+    fixed = g[2] - 2 * g[3]  # outputs written once; partial sums go out and back (rho - 1) times
     out = np.empty(len(trips))
     order_of = np.argsort(pattern, kind="stable")
     bounds = np.flatnonzero(np.diff(pattern[order_of])) + 1
     for rows in np.split(order_of, bounds):
         rho = np.rint(np.exp(logs[rows] @ masks.of(int(pattern[rows[0]])))).reshape(len(rows), -1, 3)
-        total = rho[:, :, 0] * g[0] + rho[:, :, 1] * g[1] + g[2] + 2 * (rho[:, :, 2] - 1) * g[3]
-        out[rows] = total.min(axis=1)
+        out[rows] = (rho @ per_rho).min(axis=1) + fixed
     out = out[inverse.reshape(-1)]
     result: np.ndarray = out * (1 - ROUNDING_MARGIN)
     return result
