@@ -37,7 +37,9 @@ JOBS_VARIABLE = "TILEPLAN_JOBS"
 
 def default_jobs() -> int:
     """Processes a search uses when the caller gives none: ``TILEPLAN_JOBS`` when set (a shared machine,
-    a CI runner, a test suite that already runs one worker per core), otherwise every CPU.
+    a CI runner, a test suite that already runs one worker per core), otherwise every CPU the last
+    minute's load average leaves idle (at least one): a worker forked onto a busy CPU only adds its
+    start-up (0.15-0.35 CPU s for two, ``docs/peers.md``) and takes turns with the others.
 
     >>> import os; os.environ["TILEPLAN_JOBS"] = "3"; default_jobs()
     3
@@ -45,7 +47,12 @@ def default_jobs() -> int:
     """
     value = os.environ.get(JOBS_VARIABLE, "").strip()
     if not value:
-        return max(1, os.cpu_count() or 1)
+        cpus = max(1, os.cpu_count() or 1)
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):  # pragma: no cover - no load average on this platform
+            return cpus
+        return max(1, min(cpus, int(cpus - load + 0.5)))
     if not value.isdigit() or int(value) < 1:
         raise TileplanError(f"{JOBS_VARIABLE}={value!r} is not a number of processes; set it to a positive "
                             f"integer (e.g. {JOBS_VARIABLE}=2) or unset it to use every CPU")
