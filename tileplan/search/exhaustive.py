@@ -488,9 +488,10 @@ def _search_chunk(problem: Problem, objective: Objective, t: np.ndarray, grid: C
         keys, count = _wave_keys(problem, objective, orders, batch, lows, limit, unrolled)
     else:
         unroll, fits = unrolled(np.arange(len(t)))
-        t, unroll = t[fits], unroll[fits]
-        if not len(t):
-            return
+        if not fits.all():
+            t, unroll = t[fits], unroll[fits]
+            if not len(t):
+                return
         batch = _batch(t, orders, hoist, split, unroll)
         lows = split_bounds.row_bounds(s, row_compute_bound(problem, split_bounds.table.max_length[s], t, unroll)) \
             if split_bounds.reads_latency else None
