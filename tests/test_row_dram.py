@@ -1,4 +1,5 @@
-"""The per-tile-vector DRAM bound of the exhaustive search (``search.row_dram``) and the pruning it drives.
+"""The per-tile-vector DRAM bound of the exhaustive search (``search.row_dram``) and the pruning it drives
+under the DRAM and energy objectives.
 
 References: a plain walk of the loop nest that counts each operand's box loads (the reload factors),
 the model's DRAM bytes of every tile vector under every loop order (the bound never exceeds them),
@@ -28,7 +29,7 @@ from tileplan.errors import InfeasibleError
 from tileplan.search.hoist import NONE, WEIGHT_C, Hoist, reuse_orders
 from tileplan.search.objective import Objective
 from tileplan.search.row_dram import row_dram_bytes, row_reload_factors
-from tileplan.search.space import class_orders, split_options
+from tileplan.search.space import class_orders, spatial_options, split_options
 from tileplan.search.split_bounds import SplitBounds
 from tileplan.workload.layer import Layer, Precision
 
@@ -109,11 +110,16 @@ def test_row_dram_bytes_below_every_mapping(problem: Problem, hoist: Hoist) -> N
         batch = MappingBatch(np.repeat(tiles, len(orders), axis=0), np.tile(orders, (len(tiles), 1)),
                              np.broadcast_to(hoist.array(), (n, 3, NDIMS)).copy(), np.ones((n, NDIMS), dtype=np.int64),
                              np.tile(MappingBatch.default_layout_codes(), (n, 1)), cl, co)
-        model = evaluate(problem, batch).dram_bytes.reshape(len(tiles), len(orders))
         bound = row_dram_bytes(orders, tiles, table.min_length[i], bounds.group_bytes[i],
                                None if hoist == NONE else hoist.array())
-        assert np.all(bound[:, None] <= model)
-        assert np.any(bound >= model.min(axis=1) * (1 - 1e-6))
+        energy = SplitBounds.of(problem, table, Objective.ENERGY).row_dram_bounds(i, bound)
+        for u in spatial_options(problem, grid.max_length):
+            batch.unroll = np.broadcast_to(u, (n, NDIMS)).copy()
+            costs = evaluate(problem, batch)
+            model = costs.dram_bytes.reshape(len(tiles), len(orders))
+            assert np.all(bound[:, None] <= model)
+            assert np.any(bound >= model.min(axis=1) * (1 - 1e-6))
+            assert np.all(energy[:, None] <= costs.energy_pj.reshape(len(tiles), len(orders)))
 
 
 @contextmanager
@@ -127,20 +133,20 @@ def no_row_bound() -> Iterator[None]:
         EXHAUSTIVE.row_dram_bytes = real
 
 
-@sweep(10, 40, small_problem(), st.sampled_from([3, 50, 1 << 16]))
-def test_dram_row_pruning_changes_no_choice(problem: Problem, chunk: int) -> None:
-    """Under the DRAM objective, costing tile vectors least bound first and never those whose bound
+@sweep(10, 40, small_problem(), st.sampled_from([Objective.DRAM, Objective.ENERGY]), st.sampled_from([3, 50, 1 << 16]))
+def test_dram_row_pruning_changes_no_choice(problem: Problem, objective: Objective, chunk: int) -> None:
+    """Under the DRAM and energy objectives, costing tile vectors least bound first and never those whose bound
     exceeds a value found picks the very mapping, key and split the search without the bound picks,
     whatever the chunk size, and costs no more values."""
     first = EXHAUSTIVE.FIRST_WAVE_MIN
     EXHAUSTIVE.FIRST_WAVE_MIN = 1  # small chunks too: a first wave, then the rest pruned
     try:
         try:
-            pruned = EXHAUSTIVE.search_splits(problem, Objective.DRAM, chunk=chunk)
+            pruned = EXHAUSTIVE.search_splits(problem, objective, chunk=chunk)
         except InfeasibleError:
             return
         with no_row_bound():
-            whole = EXHAUSTIVE.search_splits(problem, Objective.DRAM, chunk=chunk)
+            whole = EXHAUSTIVE.search_splits(problem, objective, chunk=chunk)
     finally:
         EXHAUSTIVE.FIRST_WAVE_MIN = first
     assert (pruned.best is None) == (whole.best is None)
@@ -152,12 +158,12 @@ def test_dram_row_pruning_changes_no_choice(problem: Problem, chunk: int) -> Non
 test_dram_row_pruning_changes_no_choice_full = test_dram_row_pruning_changes_no_choice.full
 
 
-def _same_with_and_without_bound(problem: Problem) -> int:
+def _same_with_and_without_bound(problem: Problem, objective: Objective) -> int:
     """The exhaustive search (register-file level included) with and without the bound: the same
     mapping and cost; returns how many values the bound saved."""
-    found = EXHAUSTIVE.exhaustive(problem, Objective.DRAM)
+    found = EXHAUSTIVE.exhaustive(problem, objective)
     with no_row_bound():
-        plain = EXHAUSTIVE.exhaustive(problem, Objective.DRAM)
+        plain = EXHAUSTIVE.exhaustive(problem, objective)
     assert found.mapping == plain.mapping
     for name in ("dram_bytes", "latency_cycles", "energy_pj", "bursts"):
         assert np.array_equal(getattr(found.cost, name), getattr(plain.cost, name))
@@ -165,23 +171,25 @@ def _same_with_and_without_bound(problem: Problem) -> int:
     return plain.evaluated - found.evaluated
 
 
+@pytest.mark.parametrize("objective", [Objective.DRAM, Objective.ENERGY])
 @pytest.mark.parametrize("case", range(len(RF_CASES)))
-def test_register_file_search_unchanged_by_the_bound(case: int) -> None:
+def test_register_file_search_unchanged_by_the_bound(case: int, objective: Objective) -> None:
     """With an operand in the register files (the bypass searches prune against the plain value)."""
     layer, arch = RF_CASES[case]
-    _same_with_and_without_bound(Problem(layer, arch))
+    _same_with_and_without_bound(Problem(layer, arch), objective)
 
 
 def test_resnet18_plans_unchanged_by_the_bound() -> None:
     """ResNet-18 planned for DRAM traffic on ``edge`` (its register files hold more than its buffer:
-    the register-file level is searched too) and on ``eyeriss``: every layer's plan is the one the
-    search without the bound makes, and the bound saves values on most layers."""
+    the register-file level is searched too) and on ``eyeriss``, and for energy on ``eyeriss``: every
+    layer's plan is the one the search without the bound makes, and the bound saves values on most
+    layers."""
     from tileplan.api import plan
 
-    for arch in ("edge", "eyeriss"):
-        found = plan("resnet18", arch, objective="dram", jobs=1)
+    for arch, objective in (("edge", "dram"), ("eyeriss", "dram"), ("eyeriss", "energy")):
+        found = plan("resnet18", arch, objective=objective, jobs=1)
         with no_row_bound():
-            plain = plan("resnet18", arch, objective="dram", jobs=1)
+            plain = plan("resnet18", arch, objective=objective, jobs=1)
         searched = [(a, b) for a, b in zip(found.layers, plain.layers, strict=True) if b.evaluated]
         assert len(searched) >= 8
         for a, b in zip(found.layers, plain.layers, strict=True):

@@ -479,11 +479,13 @@ def _search_chunk(problem: Problem, objective: Objective, t: np.ndarray, grid: C
 
     limit = min(state.key[0] if state.key is not None else np.inf, shared.get() if shared is not None else np.inf)
     lows: np.ndarray | None
-    if objective is Objective.DRAM:
-        # Each tile vector's own DRAM bound: those that cannot reach a value found are never costed
-        # (nor their unrolling chosen); the others keep their rows, so the choice is unchanged.
-        lows = row_dram_bytes(orders, t, split_bounds.table.min_length[s], split_bounds.group_bytes[s],
-                              None if hoist == NONE else hoist.array())
+    if objective in (Objective.DRAM, Objective.ENERGY):
+        # Each tile vector's own DRAM bound (and the energy bound it gives): those that cannot reach a
+        # value found are never costed (nor their unrolling chosen); the others keep their rows, so the
+        # choice is unchanged.
+        lows = split_bounds.row_dram_bounds(s, row_dram_bytes(orders, t, split_bounds.table.min_length[s],
+                                                              split_bounds.group_bytes[s],
+                                                              None if hoist == NONE else hoist.array()))
         batch = _batch(t, orders, hoist, split)
         keys, count = _wave_keys(problem, objective, orders, batch, lows, limit, unrolled)
     else:

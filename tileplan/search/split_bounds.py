@@ -322,6 +322,19 @@ class SplitBounds:
         return np.asarray(self.objective.combine(latency, energy, self.dram[i]), dtype=np.float64) * \
             (1 - _ROUNDING_MARGIN)
 
+    def row_dram_bounds(self, i: int, dram: np.ndarray) -> np.ndarray:
+        """(n,) values no mapping of split ``i`` whose tile vectors move at least ``dram`` DRAM bytes
+        (``search.row_dram``) can beat, for the DRAM and energy objectives: those bytes, or the split's
+        energy bound with them (MACs, register-file accesses and DRAM energy), less a rounding margin."""
+        if self.objective is Objective.DRAM:
+            return dram
+        assert self.objective is Objective.ENERGY
+        arch = self.problem.arch
+        energy = self.problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
+            dram * arch.dram.energy_pj_per_byte
+        out: np.ndarray = energy * (1 - _ROUNDING_MARGIN)
+        return out
+
     @property
     def reads_latency(self) -> bool:
         """Whether the objective reads latency (else :meth:`row_bounds` tells no tile vectors apart)."""
