@@ -195,3 +195,7 @@ def test_resnet18_plans_unchanged_by_the_bound() -> None:
         for a, b in zip(found.layers, plain.layers, strict=True):
             assert a.mapping == b.mapping and a.cost == b.cost
         assert sum(a.evaluated < b.evaluated for a, b in searched) > len(searched) // 2
+
+
+def test_no_tile_vectors_no_bounds() -> None:
+    assert row_dram_bytes(class_orders(), np.zeros((0, NDIMS), dtype=np.int64), np.full(NDIMS, 3), np.ones(4)).shape == (0,)

@@ -35,6 +35,7 @@ from tileplan.search.rf_level import (
     fitting_unroll,
     real_footprints,
 )
+from tileplan.search.row_dram import prepare as row_dram_prepare
 from tileplan.search.row_dram import row_dram_bytes
 from tileplan.search.shared import SharedBest
 from tileplan.search.space import (
@@ -154,11 +155,13 @@ def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
 
 def inherit_tables() -> None:
     """Compute here the layer-independent tables every exhaustive search reads (each hoist's reuse-class
-    loop orders: about 30 ms of CPU), so that worker processes forked after it inherit them instead of
-    each computing them again."""
+    loop orders: about 30 ms of CPU; the masks of the per-tile-vector DRAM bound, ``row_dram.prepare``),
+    so that worker processes forked after it inherit them instead of each computing them again."""
     for hoist in HOISTS:
-        if hoist != NONE:
-            reuse_orders(hoist)
+        if hoist == NONE:
+            row_dram_prepare(class_orders())
+        else:
+            row_dram_prepare(reuse_orders(hoist), hoist.array())
 
 
 class _Floor:

@@ -95,6 +95,20 @@ class _Masks:
 _MASKS: dict[tuple[bytes, bytes], _Masks] = {}
 
 
+def _masks(orders: np.ndarray, hoist: np.ndarray | None) -> _Masks:
+    rel = _REL if hoist is None else _REL & ~np.asarray(hoist, dtype=bool)
+    key = (orders.tobytes(), rel.tobytes())
+    if key not in _MASKS:
+        _MASKS[key] = _Masks(orders, rel)
+    return _MASKS[key]
+
+
+def prepare(orders: np.ndarray, hoist: np.ndarray | None = None) -> None:
+    """Build the masks of ``orders`` (and ``hoist``) now (before worker processes are forked, so that
+    they inherit them; each pattern's merged columns are still made where first used)."""
+    _masks(np.asarray(orders, dtype=np.int64), hoist)
+
+
 def row_dram_bytes(orders: np.ndarray, tiles: np.ndarray, shortest: np.ndarray, group_bytes: np.ndarray,
                    hoist: np.ndarray | None = None) -> np.ndarray:
     """(n,) DRAM bytes no mapping with the tile vectors ``tiles`` ((n, 8)) and one of the loop orders
@@ -107,12 +121,9 @@ def row_dram_bytes(orders: np.ndarray, tiles: np.ndarray, shortest: np.ndarray, 
     The reload factors are products of trip counts: for each pattern of dimensions with more than
     one trip, which trips multiply in is fixed (:func:`_loop_masks`), so the rows of one pattern take
     them as ``exp(log trips @ mask)``, rounded to the integer they are (exact below 2**50)."""
-    orders = np.asarray(orders, dtype=np.int64)
-    rel = _REL if hoist is None else _REL & ~np.asarray(hoist, dtype=bool)
-    key = (orders.tobytes(), rel.tobytes())
-    if key not in _MASKS:
-        _MASKS[key] = _Masks(orders, rel)
-    masks = _MASKS[key]
+    if not len(tiles):
+        return np.zeros(0)
+    masks = _masks(np.asarray(orders, dtype=np.int64), hoist)
     lmin = np.asarray(shortest, dtype=np.int64)
     trips = -(-lmin // np.minimum(np.asarray(tiles, dtype=np.int64), lmin))
     # Tile vectors of the same trip counts have the same bound: each distinct trip vector once.
@@ -138,4 +149,4 @@ def row_dram_bytes(orders: np.ndarray, tiles: np.ndarray, shortest: np.ndarray, 
     return result
 
 
-__all__ = ["ROUNDING_MARGIN", "row_dram_bytes", "row_reload_factors"]
+__all__ = ["ROUNDING_MARGIN", "prepare", "row_dram_bytes", "row_reload_factors"]
