@@ -198,4 +198,5 @@ def test_resnet18_plans_unchanged_by_the_bound() -> None:
 
 
 def test_no_tile_vectors_no_bounds() -> None:
-    assert row_dram_bytes(class_orders(), np.zeros((0, NDIMS), dtype=np.int64), np.full(NDIMS, 3), np.ones(4)).shape == (0,)
+    none = np.zeros((0, NDIMS), dtype=np.int64)
+    assert row_dram_bytes(class_orders(), none, np.full(NDIMS, 3), np.ones(4)).shape == (0,)
