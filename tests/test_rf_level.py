@@ -246,6 +246,7 @@ def test_a_bypass_variant_shares_only_tables_that_read_no_memory(case: int) -> N
     problem = Problem(layer, arch)
     split = ((1,) * NDIMS, (1,) * NDIMS)
     split_tables(problem, *split)  # fills the shared tables
+    assert bypass_options(problem)
     for op in bypass_options(problem):
         variant = bypass_problem(problem, frozenset({op}))
         shared = split_tables(variant, *split)
