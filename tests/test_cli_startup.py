@@ -157,3 +157,21 @@ def test_plain_plan_imports_only_its_strategy(tmp_path: Path) -> None:
     code, modules, output = _fresh(["plan", "lenet5", "--arch", "eyeriss", "-j", "1", "-s", "tso", "--json", str(out)])
     assert code == 0, output
     assert "tileplan.search.tso" in modules and json.loads(out.read_text())["strategy"] == "tso"
+
+
+@pytest.mark.parametrize("args", [["plan", "--help"], ["plan"], ["plan", "lenet5", "--batch", "x"],
+                                  ["plan", "lenet5", "--budget", "0"], ["plan", "lenet5", "--nope"],
+                                  ["eval", "lenet5"], ["compare", "--help"], ["emit", "--help"]])
+def test_a_command_alone_parses_as_in_the_whole_app(args: list[str], capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run`` builds only the named command (``cli._command_app``): its help, usage errors and exit
+    codes are the whole app's, character for character."""
+    import tileplan.cli as cli
+
+    alone = cli._command_app(list(args))
+    assert alone[1] == f"tileplan {args[0]}" and alone[0] is not cli.app
+    code = cli.run(args)
+    mine = capsys.readouterr()
+    monkeypatch.setattr(cli, "_command_app", lambda a: (cli.app, "tileplan", a))
+    assert (cli.run(args), capsys.readouterr()) == (code, mine)
+    assert (mine.out + mine.err).strip()
