@@ -141,9 +141,11 @@ def test_help_names_are_the_registries() -> None:
 
 
 #: What a plain (unfused, exhaustive) ``plan`` needs none of: the fusion package, the comparison, and
-#: the other strategies' modules (the search registry imports a strategy when it first runs).
+#: the other strategies' modules (the search registry imports a strategy when it first runs), and rich's
+#: progress bar when stderr is not a terminal.
 PLAN_SPARES = ("tileplan.fusion", "tileplan.compare", "tileplan.search.tso", "tileplan.search.eplanner",
-               "tileplan.search.marvel", "tileplan.search.baselines", "tileplan.search.ye", "matplotlib")
+               "tileplan.search.marvel", "tileplan.search.baselines", "tileplan.search.ye", "matplotlib",
+               "rich.progress")  # (no progress bar is drawn: stderr is not a terminal here)
 
 
 def test_plain_plan_imports_only_its_strategy(tmp_path: Path) -> None:

@@ -62,6 +62,7 @@ def test_second_plan_reads_the_network_without_onnx(tmp_path: Path) -> None:
                               tmp_path / "cache")
         outputs.append((text, _without_times(json.loads(out.read_text()))))
         assert ("onnx" in modules) == (run == 1)  # the second run never imports onnx
+        assert "tileplan.workload.zoo" not in modules  # (an ONNX model's plan needs no zoo network)
         assert "tileplan.workload.onnx_import" in modules or run == 2
     assert outputs[0] == outputs[1]
     assert "conv1" in outputs[0][0] and len(list((tmp_path / "cache" / "onnx").glob("*.pickle"))) == 1
