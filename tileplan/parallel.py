@@ -95,8 +95,12 @@ _PR_SET_PDEATHSIG = 1
 
 @cache
 def _preload() -> None:
-    """Load the compiled loops numba's on-disk cache holds here, once, before forking: the workers then
-    inherit them instead of each loading them again (about 0.6 s of CPU per worker and per pool)."""
+    """Load, once, before forking, what every worker would otherwise load on its own: the compiled loops
+    (the extensions, or what numba's on-disk cache holds: about 0.6 s of CPU per worker and per pool
+    from numba's cache), and ``numpy.ma``, which numpy 2's ``np.unique`` imports at its first call
+    (0.01-0.02 CPU-s per worker; the search and the cost model call it in every worker)."""
+    import numpy.ma  # noqa: F401
+
     from tileplan.cost import compiled
     from tileplan.search import tile_product
 
