@@ -484,8 +484,18 @@ def _compiled_rows(problem: Problem, groups: list[TileGroup], weights: np.ndarra
     rows = np.asarray(walk(foot, starts, doms, weights.astype(np.int64), mem_of.astype(np.int64), has,
                            cap.astype(np.int64)))
     if len(rows) > 1:
-        rows = rows[np.lexsort(rows.T[::-1])]
+        rows = rows[_lex_order(rows, [len(g.tiles) for g in groups])]
     return rows
+
+
+def _lex_order(rows: np.ndarray, sizes: list[int]) -> np.ndarray:
+    """The permutation sorting ``rows`` ((n, k) picks, column j below ``sizes[j]``) lexicographically,
+    first column first (``np.lexsort`` of the reversed columns): one stable argsort of the picks packed
+    into one integer in mixed radix ``sizes`` when that fits in 62 bits, else ``np.lexsort``."""
+    if float(np.prod([float(s) for s in sizes])) >= 2.0 ** 62:  # pragma: no cover - groups too large to pack
+        return np.lexsort(rows.T[::-1])
+    radix = np.cumprod([1, *sizes[:0:-1]])[::-1].astype(np.int64)  # column j weighs the sizes after it
+    return np.argsort(rows @ radix, kind="stable")
 
 
 def _vectorised_rows(problem: Problem, groups: list[TileGroup], lo: list[np.ndarray], hi: list[np.ndarray],
