@@ -246,15 +246,20 @@ def _order_keys(problem: Problem, objective: Objective, orders: np.ndarray, batc
 
 
 def _batch(t: np.ndarray, orders: np.ndarray, hoist: Hoist, split: tuple[tuple[int, ...], tuple[int, ...]],
-           unroll: np.ndarray | None = None) -> MappingBatch:
+           unroll: np.ndarray | None = None, *, views: bool = False) -> MappingBatch:
     """The tile vectors ``t`` as a batch in the first of ``orders`` with ``hoist``, the default
-    layouts and ``unroll`` (default: none yet, all ones)."""
+    layouts and ``unroll`` (default: none yet, all ones). ``views``: the order, hoist and layout
+    arrays are read-only broadcast views (no copy of n rows), for a batch only ever read through
+    ``take`` (which copies the rows taken)."""
     n = len(t)
-    return MappingBatch(t, np.broadcast_to(orders[0], (n, NDIMS)).copy(),
-                        np.broadcast_to(hoist.array(), (n, 3, NDIMS)).copy(),
+
+    def rows(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        view = np.broadcast_to(a, shape)
+        return view if views else view.copy()
+
+    return MappingBatch(t, rows(orders[0], (n, NDIMS)), rows(hoist.array(), (n, 3, NDIMS)),
                         np.ones((n, NDIMS), dtype=np.int64) if unroll is None else unroll,
-                        np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy(),
-                        split[0], split[1])
+                        rows(np.array(MappingBatch.default_layout_codes()), (n, 3)), split[0], split[1])
 
 
 def _wave_keys(problem: Problem, objective: Objective, orders: np.ndarray, batch: MappingBatch, lows: np.ndarray,
@@ -489,7 +494,7 @@ def _search_chunk(problem: Problem, objective: Objective, t: np.ndarray, grid: C
         lows = split_bounds.row_dram_bounds(s, row_dram_bytes(orders, t, split_bounds.table.min_length[s],
                                                               split_bounds.group_bytes[s],
                                                               None if hoist == NONE else hoist.array()))
-        batch = _batch(t, orders, hoist, split)
+        batch = _batch(t, orders, hoist, split, views=True)  # read through take() only
         keys, count = _wave_keys(problem, objective, orders, batch, lows, limit, unrolled)
     else:
         unroll, fits = unrolled(np.arange(len(t)))
