@@ -1,3 +1,4 @@
+import gc
 import os
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,17 @@ if "PYTEST_XDIST_WORKER" in os.environ:
     # pytest-xdist gives its workers COLUMNS=80 (the controller's terminal); captured command output is
     # as wide as piped output of a plain run (``cli.app``: COLUMNS, else 200), so tables keep one row per layer.
     os.environ["COLUMNS"] = "200"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Python's cycle collector, tuned for the run (in each worker, after collection): the objects
+    collection made (modules, test functions, parameters) are frozen, so full collections stop walking
+    them again and again, and a young-generation collection waits for 10,000 net allocations instead of
+    700. Garbage in cycles is still collected, only less often: about half of the ~5 % of CPU the
+    collector took (measured on six test files: 2.1 -> 1.05 CPU-s in GC, the same peak memory)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
 
 
 #: Whether the running module is marked ``png_figures`` (set by ``_figure_formats`` for the module).
