@@ -1,6 +1,9 @@
+import atexit
 import gc
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +16,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 # the pools and of what happens to them (test_interrupt, test_hostile_process, test_sweep, test_split_parts)
 # give --jobs / jobs= explicitly; TILEPLAN_JOBS itself is tested in test_parallel_jobs.py.
 os.environ.setdefault("TILEPLAN_JOBS", "1")
+# Imported ONNX networks are cached per user (workload.onnx_cache): the tests keep theirs in a folder of
+# their own (one per test process), removed when it ends.
+if "TILEPLAN_CACHE_DIR" not in os.environ:
+    os.environ["TILEPLAN_CACHE_DIR"] = tempfile.mkdtemp(prefix="tileplan-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["TILEPLAN_CACHE_DIR"], ignore_errors=True)
 
 if "PYTEST_XDIST_WORKER" in os.environ:
     # pytest-xdist gives its workers COLUMNS=80 (the controller's terminal); captured command output is

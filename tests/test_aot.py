@@ -124,6 +124,27 @@ def test_a_call_with_other_argument_types_runs_on_numbas_path() -> None:
     assert (loop.calls, loop.fallen_back) == (2, 7)
 
 
+def test_a_checked_named_tuple_is_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A named tuple of tables passed again (the same object) is not checked again; another tuple of
+    the same class with a field of another type still runs on numba's path."""
+    from collections import namedtuple
+
+    tables_type = namedtuple("tables_type", "a b")
+    loop = aot.Loop("probe", lambda *args: "extension", [["t", "tables_type", [["a", "<i8", 1, True], ["i"]]]],
+                    lambda: lambda *args: "numba")
+    checks: list[object] = []
+    real = aot.matches
+    monkeypatch.setattr(aot, "matches", lambda spec, value: checks.append(value) or real(spec, value))
+    good = tables_type(np.zeros(3, dtype=np.int64), 1)
+    assert loop(good) == "extension"
+    first = len(checks)  # the tuple and its fields
+    assert checks[0] is good and first == 3
+    assert [loop(good), loop(good)] == ["extension"] * 2
+    assert len(checks) == first
+    assert loop(tables_type(np.zeros(3, dtype=np.int32), 1)) == "numba"
+    assert loop(tables_type(np.zeros(3, dtype=np.int64), 2)) == "extension"
+
+
 def test_argument_checks_are_numbas_types_of_the_real_arguments() -> None:
     """The checks recorded at build time accept the arguments the kernel really passes (a named tuple
     of tables among them) and reject the same tables with one field of another type."""

@@ -12,11 +12,15 @@ from tileplan import api
 from tileplan.parallel import default_jobs
 
 
-def test_the_variable_sets_the_default_and_every_cpu_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_variable_sets_the_default_and_every_idle_cpu_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the variable: the CPUs the 1-minute load average leaves idle (rounded), at least one."""
     monkeypatch.delenv("TILEPLAN_JOBS", raising=False)
-    assert default_jobs() == max(1, os.cpu_count() or 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    for load, jobs in [(0.0, 4), (0.4, 4), (0.6, 3), (1.2, 3), (2.5, 2), (3.6, 1), (9.0, 1)]:
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert default_jobs() == jobs, load
     monkeypatch.setenv("TILEPLAN_JOBS", " 3 ")
-    assert default_jobs() == 3
+    assert default_jobs() == 3  # the variable wins whatever the load
 
 
 def test_a_plan_uses_it_and_an_explicit_jobs_wins(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -234,3 +234,22 @@ def test_plan_in_parallel_parts_includes_the_register_file_level(monkeypatch: py
     assert one.layers[0].mapping is not None and one.layers[0].mapping.bypass
     assert two.layers[0].mapping == one.layers[0].mapping
     assert two.layers[0].cost.dram_bytes == one.layers[0].cost.dram_bytes
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_a_bypass_variant_shares_only_tables_that_read_no_memory(case: int) -> None:
+    """The kernel tables of a bypass variant, built on the tables it shares with its problem
+    (``rf_level.SHARED_TABLES``), equal those of the same machine built from nothing."""
+    from tileplan.cost.model import split_tables
+
+    layer, arch = CASES[case]
+    problem = Problem(layer, arch)
+    split = ((1,) * NDIMS, (1,) * NDIMS)
+    split_tables(problem, *split)  # fills the shared tables
+    assert bypass_options(problem)
+    for op in bypass_options(problem):
+        variant = bypass_problem(problem, frozenset({op}))
+        shared = split_tables(variant, *split)
+        alone = split_tables(Problem(layer, variant.arch), *split)
+        for name, value in shared._asdict().items():
+            assert np.array_equal(np.asarray(value), np.asarray(getattr(alone, name))), name

@@ -152,12 +152,13 @@ def load_network(spec: str | Path | Network, *, batch: int = 1, skip_unsupported
 
         return load_workload(text)
     if text.lower().endswith(".onnx") or Path(text).is_file():
-        from tileplan.workload.onnx_import import load_onnx
+        from tileplan.workload.onnx_cache import load_onnx_cached  # (imports onnx only when not cached)
 
         if kv is not None:
             raise WorkloadError(f"{text}: --kv is for the zoo's decode networks; an ONNX export's KV cache "
                                 f"length is its past_key_values shape (give --seq for a dynamic one)")
-        return load_onnx(text, batch=batch if batch != 1 else None, skip_unsupported=skip_unsupported, seq=seq)
+        return load_onnx_cached(text, batch=batch if batch != 1 else None, skip_unsupported=skip_unsupported,
+                                seq=seq)
     from tileplan.workload import zoo
 
     return zoo.get(text, batch=batch, seq=seq, kv=kv)

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import sys
+import threading
 import time
 from types import FrameType
+from typing import NoReturn
 
 _FIRST: list[float] = []  # when the Ctrl-C being handled arrived (monotonic seconds)
 
@@ -59,7 +62,31 @@ def main() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
-    sys.exit(code)
+    leave(code)
+
+
+def leave(code: int) -> NoReturn:
+    """End the process with ``code`` once the command is done. When nothing else runs in it (no thread
+    but this one), the exit handlers run (``atexit``: logging, multiprocessing's finalizers, temporary
+    folders, a coverage tool's) and the process ends without the interpreter's teardown, which frees
+    every object and module one by one (about 50 000 objects and 500 modules after a plan: 0.15-0.2
+    CPU-s, docs/architecture-startup.md); the system frees the process at once. Output is flushed
+    first; a flush that fails (a closed pipe) and a process with other threads exit the usual way, so
+    the interpreter reports and waits as it always does."""
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+    except (OSError, ValueError, AttributeError):
+        sys.exit(code)
+    if threading.active_count() > 1:
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    os._exit(code)
 
 
 if __name__ == "__main__":

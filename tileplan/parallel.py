@@ -37,7 +37,9 @@ JOBS_VARIABLE = "TILEPLAN_JOBS"
 
 def default_jobs() -> int:
     """Processes a search uses when the caller gives none: ``TILEPLAN_JOBS`` when set (a shared machine,
-    a CI runner, a test suite that already runs one worker per core), otherwise every CPU.
+    a CI runner, a test suite that already runs one worker per core), otherwise every CPU the last
+    minute's load average leaves idle (at least one): a worker forked onto a busy CPU only adds its
+    start-up (0.15-0.35 CPU s for two, ``docs/peers.md``) and takes turns with the others.
 
     >>> import os; os.environ["TILEPLAN_JOBS"] = "3"; default_jobs()
     3
@@ -45,7 +47,12 @@ def default_jobs() -> int:
     """
     value = os.environ.get(JOBS_VARIABLE, "").strip()
     if not value:
-        return max(1, os.cpu_count() or 1)
+        cpus = max(1, os.cpu_count() or 1)
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):  # pragma: no cover - no load average on this platform
+            return cpus
+        return max(1, min(cpus, int(cpus - load + 0.5)))
     if not value.isdigit() or int(value) < 1:
         raise TileplanError(f"{JOBS_VARIABLE}={value!r} is not a number of processes; set it to a positive "
                             f"integer (e.g. {JOBS_VARIABLE}=2) or unset it to use every CPU")
@@ -88,8 +95,12 @@ _PR_SET_PDEATHSIG = 1
 
 @cache
 def _preload() -> None:
-    """Load the compiled loops numba's on-disk cache holds here, once, before forking: the workers then
-    inherit them instead of each loading them again (about 0.6 s of CPU per worker and per pool)."""
+    """Load, once, before forking, what every worker would otherwise load on its own: the compiled loops
+    (the extensions, or what numba's on-disk cache holds: about 0.6 s of CPU per worker and per pool
+    from numba's cache), and ``numpy.ma``, which numpy 2's ``np.unique`` imports at its first call
+    (0.01-0.02 CPU-s per worker; the search and the cost model call it in every worker)."""
+    import numpy.ma  # noqa: F401
+
     from tileplan.cost import compiled
     from tileplan.search import tile_product
 

@@ -25,7 +25,6 @@ from tileplan.cost.model import evaluate_orders, tables_for
 from tileplan.cost.problem import Problem
 from tileplan.search import tile_product
 from tileplan.search.space import _dominators, _pareto, class_orders, feasible_product, spatial_options, tile_groups
-from tileplan.workload import zoo
 from tileplan.workload.layer import Precision
 
 
@@ -89,6 +88,8 @@ def warm_up() -> None:
 
 def _tiny_batch() -> tuple[Problem, MappingBatch]:
     """LeNet-5's conv2 on ``nmp`` and two mappings of it: what :func:`warm_up` runs every loop on."""
+    from tileplan.workload import zoo  # (here: a command checks for the loops without loading the zoo)
+
     a = load_arch("nmp")
     problem = Problem(zoo.get("lenet5")["conv2"].with_precision(Precision.uniform(a.precision_bytes)), a)
     ones = (1,) * 8

@@ -70,7 +70,7 @@ STRATEGY_HELP = ("Search strategy: " + " | ".join(STRATEGY_NAMES) + "; multi-lev
                  + " | ".join(FUSION_STRATEGY_NAMES) + ".")
 SEQ_HELP = ("Tokens per sequence of a transformer (zoo: bert-base, gpt2, llama3-8b-block; an .onnx file with a "
             "dynamic sequence length).")
-JOBS_HELP = "Search processes (default: $TILEPLAN_JOBS, else every CPU)."
+JOBS_HELP = "Search processes (default: $TILEPLAN_JOBS, else every CPU the load average leaves idle)."
 #: Candidates a sampling strategy draws when --budget is not given (``api.check_options``' default).
 DEFAULT_BUDGET = 20_000
 BUDGET_HELP = f"Candidates a sampling strategy (random, marvel-random) draws (default {DEFAULT_BUDGET})."
@@ -168,10 +168,28 @@ def check_names(strategies: tuple[str, ...] = (), objective: str | None = None,
                   f"{', '.join(strategies)}, which draw no samples; choose one of them or drop {flag}")
 
 
+class _NoBar:
+    """What ``_progress`` gives when stderr is not a terminal (piped, redirected): rich's bar would be
+    disabled there, so it is not built, and ``rich.progress`` (about 0.02 CPU-s) is not imported."""
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def add_task(self, description: str, **fields: Any) -> int:
+        return 0
+
+    def update(self, task: int, **fields: Any) -> None:
+        return None
+
+
 def _progress() -> Progress:
+    _compile_note()
+    if not err.is_terminal:
+        return cast("Progress", _NoBar())
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    _compile_note()
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TextColumn("{task.fields[label]}"), console=err, transient=True,
-                    disable=not err.is_terminal)
+                    TimeElapsedColumn(), TextColumn("{task.fields[label]}"), console=err, transient=True)

@@ -34,7 +34,7 @@ def sweep(
     address: str | None = typer.Option(None, "--address", help="Ray cluster address (ray backend; default: "
                                        "start a local Ray)."),
     jobs: int | None = typer.Option(None, "--jobs", "-j", min=1, help="Points planned at once (default: "
-                                    "$TILEPLAN_JOBS, else every CPU)."),
+                                    "$TILEPLAN_JOBS, else every idle CPU)."),
     batch: int = typer.Option(1, "--batch", "-b", min=1, help="Batch size."),
     budget: int | None = typer.Option(None, "--budget", help=BUDGET_HELP),
     seed: int | None = typer.Option(None, "--seed", help=SEED_HELP),

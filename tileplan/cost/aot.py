@@ -153,9 +153,24 @@ class Loop:
         self.fallback = fallback
         self.calls = 0  # calls run by the extension (tests)
         self.fallen_back = 0  # calls passed on to numba's path
+        # Named tuples (the kernel's tables) already checked, by identity (held, so an id is not reused):
+        # a tuple and its arrays' types cannot change, and one table is passed to many calls.
+        self.checked: dict[int, Any] = {}
+
+    def _matches(self, spec: Spec, value: Any) -> bool:
+        if spec[0] != "t":
+            return matches(spec, value)
+        if self.checked.get(id(value)) is value:
+            return True
+        if not matches(spec, value):
+            return False
+        if len(self.checked) >= 32:
+            self.checked.clear()
+        self.checked[id(value)] = value
+        return True
 
     def __call__(self, *args: Any) -> Any:
-        if len(args) == len(self.specs) and all(matches(s, a) for s, a in zip(self.specs, args, strict=True)):
+        if len(args) == len(self.specs) and all(self._matches(s, a) for s, a in zip(self.specs, args, strict=True)):
             self.calls += 1
             return self.compiled(*args)
         self.fallen_back += 1

@@ -35,6 +35,8 @@ from tileplan.search.rf_level import (
     fitting_unroll,
     real_footprints,
 )
+from tileplan.search.row_dram import prepare as row_dram_prepare
+from tileplan.search.row_dram import row_dram_bytes
 from tileplan.search.shared import SharedBest
 from tileplan.search.space import (
     TileGroup,
@@ -153,11 +155,13 @@ def exhaustive(problem: Problem, objective: Objective, *, chunk: int = 1 << 16,
 
 def inherit_tables() -> None:
     """Compute here the layer-independent tables every exhaustive search reads (each hoist's reuse-class
-    loop orders: about 30 ms of CPU), so that worker processes forked after it inherit them instead of
-    each computing them again."""
+    loop orders: about 30 ms of CPU; the masks of the per-tile-vector DRAM bound, ``row_dram.prepare``),
+    so that worker processes forked after it inherit them instead of each computing them again."""
     for hoist in HOISTS:
-        if hoist != NONE:
-            reuse_orders(hoist)
+        if hoist == NONE:
+            row_dram_prepare(class_orders())
+        else:
+            row_dram_prepare(reuse_orders(hoist), hoist.array())
 
 
 class _Floor:
@@ -241,6 +245,49 @@ def _order_keys(problem: Problem, objective: Objective, orders: np.ndarray, batc
     return keys, count
 
 
+def _batch(t: np.ndarray, orders: np.ndarray, hoist: Hoist, split: tuple[tuple[int, ...], tuple[int, ...]],
+           unroll: np.ndarray | None = None) -> MappingBatch:
+    """The tile vectors ``t`` as a batch in the first of ``orders`` with ``hoist``, the default
+    layouts and ``unroll`` (default: none yet, all ones)."""
+    n = len(t)
+    return MappingBatch(t, np.broadcast_to(orders[0], (n, NDIMS)).copy(),
+                        np.broadcast_to(hoist.array(), (n, 3, NDIMS)).copy(),
+                        np.ones((n, NDIMS), dtype=np.int64) if unroll is None else unroll,
+                        np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy(),
+                        split[0], split[1])
+
+
+def _wave_keys(problem: Problem, objective: Objective, orders: np.ndarray, batch: MappingBatch, lows: np.ndarray,
+               limit: float, unrolled: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+               ) -> tuple[np.ndarray, int]:
+    """:func:`_order_keys` for bounds ``lows`` that need no unrolling: the unrolling of a wave's tile
+    vectors is chosen (``unrolled(rows)``: unroll factors, and whether they fit) only when the wave is
+    costed, and written into ``batch.unroll`` (left as it is elsewhere). Returns the keys (``inf`` where
+    not costed or not fitting) and how many values were computed."""
+    n = len(batch)
+    keys = np.full((n, len(orders)), np.inf)
+    unroll = batch.unroll
+    ranked = np.argsort(lows, kind="stable")
+    split_at = max(FIRST_WAVE_MIN, int(n * FIRST_WAVE))
+    count = 0
+    for wave in (ranked[:split_at], ranked[split_at:]):
+        wave = np.sort(wave[lows[wave] <= limit])
+        if not len(wave):
+            continue
+        u, fits = unrolled(wave)
+        unroll[wave] = u
+        wave = wave[fits]
+        if not len(wave):
+            continue
+        sub = batch.take(wave)
+        sub.unroll = unroll[wave]
+        values = evaluate_orders(problem, sub, orders, objective.value)
+        keys[wave] = values
+        count += int(values.size)
+        limit = min(limit, float(values.min()))
+    return keys, count
+
+
 #: At most this many of a chunk's mappings reaching its least value are fully costed to break the tie.
 TIE_CAP = 4096
 
@@ -302,12 +349,15 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     with the DRAM objective and ``plain`` (the problem without bypass), so is a tile vector that surely
     fits ``plain`` (the same DRAM bytes as there: only a strictly lower value is sought)."""
     t0 = time.perf_counter()
-    splits = split_options(problem)
+    # What reads only the layer and the PE array (core splits and their slices, unroll options, tile
+    # candidates: ``space.tile_groups`` reads no memory) is the plain problem's, shared with its search.
+    shape_of = plain if plain is not None else problem
+    splits = split_options(shape_of)
     if hoists is None:
         hoists = HOISTS if orders is None else (NONE,)
     configs = [(h, (class_orders() if orders is None else np.asarray(orders, dtype=np.int64)) if h == NONE
                 else (reuse_orders(h) if orders is None else np.asarray(orders, dtype=np.int64))) for h in hoists]
-    table = SplitTable.of(problem, splits)
+    table = _split_table(shape_of, splits)
     split_bounds = SplitBounds.of(problem, table, objective)
     # Latency bounds too (built when first needed), so that a split whose objective bound ties the best
     # found is still skipped when it cannot tie its latency (ties are broken by latency first).
@@ -325,7 +375,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     searched = 0
     space = 0.0
     n_orders = math.factorial(NDIMS)
-    group_cache = layer_group_cache(problem)
+    group_cache = layer_group_cache(shape_of)
 
     def skip(bound: float, s: int, kind: str, *, may_tie: bool, orders: np.ndarray | None = None) -> bool:
         """Whether split ``s`` with objective bound ``bound`` (of ``kind``; its latency bound of the same
@@ -354,7 +404,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
             continue
         max_length = tuple(int(x) for x in table.max_length[s])
         if max_length not in sizes:
-            opts = spatial_options(problem, max_length)
+            opts = spatial_options(shape_of, max_length)
             sizes[max_length] = (opts, float(np.prod([float(x) for x in max_length])) * n_orders * len(opts))
         uopts, size = sizes[max_length]
         live = [(h, o) for h, o in configs if h == NONE or h.applies(problem, max_length)]
@@ -376,7 +426,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
         grid = problem.core_grid(*splits[s])
         tables = split_tables(problem, *splits[s])
         for hoist, h_orders in live:
-            groups = tile_groups(problem, grid, uopts, group_cache, hoist.pairs)
+            groups = tile_groups(shape_of, grid, uopts, group_cache, hoist.pairs)
             tiles = memo(("feasible_product", problem.layer.signature(), capacity_free_key(problem.arch),
                           tuple(int(c) for c in problem.capacity_bytes), splits[s], hoist.name),
                          partial(_feasible_tiles, problem, groups))
@@ -387,6 +437,14 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
         progress(len(splits), len(splits))
     return SplitSearch(state.best, state.key or (), state.rank, state.evaluated, space, searched, len(splits),
                        time.perf_counter() - t0)
+
+
+def _split_table(problem: Problem, splits: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> SplitTable:
+    """``SplitTable.of(problem, splits)``, kept on ``problem`` for its register-file searches."""
+    held: tuple[list[tuple[tuple[int, ...], tuple[int, ...]]], SplitTable] | None = problem.__dict__.get("_split_table")
+    if held is None or held[0] != splits:
+        held = problem.__dict__["_split_table"] = (splits, SplitTable.of(problem, splits))
+    return held[1]
 
 
 @dataclass
@@ -407,28 +465,42 @@ def _search_chunk(problem: Problem, objective: Objective, t: np.ndarray, grid: C
                   plain: Problem | None = None) -> None:
     """Cost one chunk of tile vectors ``t`` of split ``s`` under every loop order of ``orders`` with
     ``hoist``; update ``state`` when a mapping beats the best found."""
-    if bypass:
-        flags = np.broadcast_to(hoist.array(), (len(t), 3, NDIMS))
-        if plain is not None and objective is Objective.DRAM:  # dropped before their unroll is chosen
-            keep = ~fits_without_bypass(plain, grid, bypass, t, flags)
-            t, flags = t[keep], flags[keep]
-            if not len(t):
-                return
-    unroll = best_unroll(problem, grid, t, uopts, tables=tables)  # row by row: the same for any subset
-    if bypass:
-        unroll, fits = fitting_unroll(problem, grid, bypass, t, uopts, unroll,
-                                      lambda tiles, u: compute_cycles(tables, tiles, u), flags)
-        t, unroll = t[fits], unroll[fits]
+    flags = np.broadcast_to(hoist.array(), (len(t), 3, NDIMS))
+    if bypass and plain is not None and objective is Objective.DRAM:  # dropped before their unroll is chosen
+        keep = ~fits_without_bypass(plain, grid, bypass, t, flags)
+        t, flags = t[keep], flags[keep]
         if not len(t):
             return
-    n = len(t)
-    batch = MappingBatch(t, np.broadcast_to(orders[0], (n, NDIMS)).copy(),
-                         np.broadcast_to(hoist.array(), (n, 3, NDIMS)).copy(), unroll,
-                         np.broadcast_to(np.array(MappingBatch.default_layout_codes()), (n, 3)).copy(),
-                         split[0], split[1])
-    lows = split_bounds.row_bounds(s, row_compute_bound(problem, split_bounds.table.max_length[s], t, unroll))
+
+    def unrolled(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The unrolling of the tile vectors ``t[rows]`` and whether it fits (row by row: the same for any subset)."""
+        u = best_unroll(problem, grid, t[rows], uopts, tables=tables)
+        if not bypass:
+            return u, np.ones(len(rows), dtype=bool)
+        return fitting_unroll(problem, grid, bypass, t[rows], uopts, u,
+                              lambda tiles, u: compute_cycles(tables, tiles, u), flags[rows])
+
     limit = min(state.key[0] if state.key is not None else np.inf, shared.get() if shared is not None else np.inf)
-    keys, count = _order_keys(problem, objective, orders, batch, lows, limit)
+    lows: np.ndarray | None
+    if objective in (Objective.DRAM, Objective.ENERGY):
+        # Each tile vector's own DRAM bound (and the energy bound it gives): those that cannot reach a
+        # value found are never costed (nor their unrolling chosen); the others keep their rows, so the
+        # choice is unchanged.
+        lows = split_bounds.row_dram_bounds(s, row_dram_bytes(orders, t, split_bounds.table.min_length[s],
+                                                              split_bounds.group_bytes[s],
+                                                              None if hoist == NONE else hoist.array()))
+        batch = _batch(t, orders, hoist, split)
+        keys, count = _wave_keys(problem, objective, orders, batch, lows, limit, unrolled)
+    else:
+        unroll, fits = unrolled(np.arange(len(t)))
+        if not fits.all():
+            t, unroll = t[fits], unroll[fits]
+            if not len(t):
+                return
+        batch = _batch(t, orders, hoist, split, unroll)
+        lows = split_bounds.row_bounds(s, row_compute_bound(problem, split_bounds.table.max_length[s], t, unroll)) \
+            if split_bounds.reads_latency else None
+        keys, count = _order_keys(problem, objective, orders, batch, lows, limit)
     state.evaluated += count
     low = float(keys.min())
     if not np.isfinite(low) or (state.key is not None and low > state.key[0]) or (

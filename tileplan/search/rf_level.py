@@ -90,11 +90,20 @@ def _bypass_arch(arch: Arch, ops: frozenset[Operand], precision_bytes: int) -> A
     return Arch.model_validate(arch.model_dump() | {"memories": memories})
 
 
+#: Tables a ``Problem`` keeps that read only its layer, DRAM and core slices, never its memories (the
+#: kernel tables' halo, trip-count, storage-position and plain-burst tables; the tile groups' storage
+#: steps): a bypass variant shares them with its problem.
+SHARED_TABLES = ("_halo_tables", "_length_tables", "_trip_pairs", "_plain_entries", "_step_bytes")
+
+
 def bypass_problem(problem: Problem, ops: frozenset[Operand]) -> Problem:
     """``problem`` with ``ops`` held in the register files (see the module docstring); cached on it."""
     cache_of: dict[frozenset[Operand], Problem] = problem.__dict__.setdefault("_bypass_problems", {})
     if ops not in cache_of:
-        cache_of[ops] = Problem(problem.layer, _bypass_arch(problem.arch, ops, problem.precision.input))
+        variant = Problem(problem.layer, _bypass_arch(problem.arch, ops, problem.precision.input))
+        for name in SHARED_TABLES:
+            variant.__dict__[name] = problem.__dict__.setdefault(name, {})
+        cache_of[ops] = variant
     return cache_of[ops]
 
 

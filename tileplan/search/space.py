@@ -408,7 +408,15 @@ def _precisions(op: Operand, prec: object) -> list[int]:
 
 
 def _step_bytes(problem: Problem, op: Operand) -> list[int]:
-    """Elements of one step along each canonical storage dimension in the default layout."""
+    """Elements of one step along each canonical storage dimension in the default layout (kept on
+    ``problem``: read for every dimension of every tile group)."""
+    held: dict[Operand, list[int]] = problem.__dict__.setdefault("_step_bytes", {})
+    if op not in held:
+        held[op] = _steps(problem, op)
+    return held[op]
+
+
+def _steps(problem: Problem, op: Operand) -> list[int]:
     order = storage_order(op, DEFAULT_LAYOUTS[op])
     sizes = tensor_sizes(problem, op)
     step = [0] * 5

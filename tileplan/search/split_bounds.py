@@ -312,7 +312,7 @@ class SplitBounds:
         at least those cycles with the split's least DRAM cycles (added, or the larger when transfers
         overlap compute), its energy and DRAM bytes at least the split's. None when the objective does
         not read latency (energy, DRAM bytes: nothing to tell the tile vectors apart)."""
-        if self.objective in (Objective.ENERGY, Objective.DRAM):
+        if not self.reads_latency:
             return None
         problem = self.problem
         arch = problem.arch
@@ -321,6 +321,24 @@ class SplitBounds:
             self.dram[i] * arch.dram.energy_pj_per_byte
         return np.asarray(self.objective.combine(latency, energy, self.dram[i]), dtype=np.float64) * \
             (1 - _ROUNDING_MARGIN)
+
+    def row_dram_bounds(self, i: int, dram: np.ndarray) -> np.ndarray:
+        """(n,) values no mapping of split ``i`` whose tile vectors move at least ``dram`` DRAM bytes
+        (``search.row_dram``) can beat, for the DRAM and energy objectives: those bytes, or the split's
+        energy bound with them (MACs, register-file accesses and DRAM energy), less a rounding margin."""
+        if self.objective is Objective.DRAM:
+            return dram
+        assert self.objective is Objective.ENERGY
+        arch = self.problem.arch
+        energy = self.problem.macs * (arch.energy.mac_pj + 3 * arch.register_file.energy_pj_per_access) + \
+            dram * arch.dram.energy_pj_per_byte
+        out: np.ndarray = energy * (1 - _ROUNDING_MARGIN)
+        return out
+
+    @property
+    def reads_latency(self) -> bool:
+        """Whether the objective reads latency (else :meth:`row_bounds` tells no tile vectors apart)."""
+        return self.objective not in (Objective.ENERGY, Objective.DRAM)
 
     def tight(self, i: int, orders: np.ndarray) -> float:
         """:func:`split_tight_bound` of split ``i``."""
