@@ -8,13 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from hypothesis import strategies as st
 
 from tileplan.arch import from_dict
 from tileplan.arch.spec import Arch
+from tileplan.cost.problem import Problem
 from tileplan.program import execute, reference_output
 from tileplan.program.ir import Program
 from tileplan.program.verify import random_operands
-from tileplan.workload.layer import Layer, OpKind
+from tileplan.workload.layer import Layer, OpKind, Precision
 
 
 def toy_arch(*, burst: int = 16, sizes: tuple[int, int, int] = (1 << 20, 1 << 20, 1 << 20),
@@ -107,3 +109,23 @@ def quick_experiment(name: str, out: Path) -> tuple[Path, str, Any]:
     assert result.exit_code == 0, result.output
     assert len(written) == 1
     return out, result.output, written[0]
+
+
+@st.composite
+def small_problem(draw: st.DrawFn, *, precisions: st.SearchStrategy[Precision], flag: str) -> Problem:
+    """Small layers (1-4 channels, up to 6x6, 1x1 to 3x3 kernels, stride 1-2) on toy machines with
+    three small buffers (16-200 B), one flattened PE axis or two unrolled ones, 1-2 clusters x 1-2
+    cores, a drawn burst size and the boolean ``toy_arch`` option ``flag`` drawn too."""
+    r = draw(st.integers(1, 3))
+    layer = Layer.conv("r", c_in=draw(st.integers(1, 4)), h=draw(st.integers(r, 6)), w=draw(st.integers(r, 6)),
+                       k_out=draw(st.integers(1, 4)), r=r, pad=draw(st.integers(0, 1)),
+                       stride=draw(st.integers(1, 2)), precision=draw(precisions))
+    if draw(st.booleans()):
+        axes = [{"name": "v", "size": draw(st.integers(2, 5)), "dims": ["P", "Q", "R", "S"], "mode": "flattened"}]
+    else:
+        axes = [{"name": "x", "size": draw(st.integers(2, 4)), "dims": ["K", "P", "C"], "max_dims": 1},
+                {"name": "y", "size": draw(st.integers(2, 3)), "dims": ["Q", "S", "K"], "max_dims": 2}]
+    arch = toy_arch(sizes=(draw(st.integers(16, 200)), draw(st.integers(8, 100)), draw(st.integers(16, 200))),
+                    burst=draw(st.sampled_from([4, 8, 16])), clusters=draw(st.integers(1, 2)),
+                    cores=draw(st.integers(1, 2)), axes=axes, **{flag: draw(st.booleans())})
+    return Problem(layer, arch)

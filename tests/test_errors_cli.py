@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from tileplan import api
@@ -65,6 +66,26 @@ def test_yaml_duplicate_and_unknown_keys(tmp_path: Path) -> None:
     broken.write_text("name: [oops\n")
     with pytest.raises(ConfigError, match="malformed YAML at line"):
         load_yaml(broken)
+
+
+def test_a_parsed_text_is_reused_but_never_shared(tmp_path: Path) -> None:
+    """arch.load keeps recent texts parsed (a preset is loaded hundreds of times in a long run): each
+    caller gets its own copy, a changed file is read afresh, and a bad text fails on every load."""
+    from tileplan.arch.load import parse_yaml
+
+    first = parse_yaml(GOOD)
+    first["memories"][0]["size_bytes"] = 1  # a caller changing its copy (load_family does)
+    assert parse_yaml(GOOD) == yaml.safe_load(GOOD) != first
+    arch = tmp_path / "a.yaml"
+    arch.write_text(GOOD)
+    assert load_yaml(arch).memories[0].size_bytes == 4096
+    arch.write_text(GOOD.replace("size_bytes: 4096", "size_bytes: 8192"))
+    assert load_yaml(arch).memories[0].size_bytes == 8192
+    assert load("ye-64").memories[0].size_bytes == 64 * 1024 and load("ye").memories[0].size_bytes != 64 * 1024
+    arch.write_text(GOOD + "memories: []\n")
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="duplicate key 'memories' at line"):
+            load_yaml(arch)
 
 
 def test_operand_without_memory(tmp_path: Path) -> None:

@@ -9,6 +9,9 @@ import pytest
 
 from tileplan.experiments.common import ExperimentResult, Reference
 
+# The tests read the tables and PNG files: the figures are written as PNG only (conftest).
+pytestmark = pytest.mark.png_figures
+
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, ExperimentResult]:

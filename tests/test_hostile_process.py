@@ -443,7 +443,9 @@ def test_the_planner_survives_its_own_corrupt_kernel_cache(tmp_path: Path, damag
     assert not any(p.exists() for p in damaged)  # the corrupt entry went (and the real cache was never touched)
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip-a-byte"])
+# Both damages take the same path (the sha256 check, before the library is loaded; the same note): the
+# flipped byte, which a loader alone would not notice, is the representative in the default run.
+@pytest.mark.parametrize("damage", [pytest.param("truncate", marks=pytest.mark.slow), "flip-a-byte"])
 def test_the_planner_survives_its_own_corrupt_kernel_extension(tmp_path: Path, damage: str) -> None:
     """The kernel's extension built at install (``cost.aot``) damaged in a copy of the package: ``plan``
     removes it with one note, never loads it (a flipped byte is caught by its sha256, before it could

@@ -16,7 +16,7 @@ from itertools import product
 
 import numpy as np
 import pytest
-from helpers import toy_arch
+from helpers import small_problem as helpers_small_problem
 from hypothesis import strategies as st
 from sweeps import sweep
 from test_rf_level import CASES as RF_CASES
@@ -31,7 +31,7 @@ from tileplan.search.objective import Objective
 from tileplan.search.row_dram import row_dram_bytes, row_reload_factors
 from tileplan.search.space import class_orders, spatial_options, split_options
 from tileplan.search.split_bounds import SplitBounds
-from tileplan.workload.layer import Layer, Precision
+from tileplan.workload.layer import Precision
 
 EXHAUSTIVE = importlib.import_module("tileplan.search.exhaustive")
 
@@ -76,23 +76,10 @@ def test_reload_factors_equal_the_walked_loads(trips: list[int], order: list[int
         pytest.approx(2 * (walked[2] - 1), rel=1e-8, abs=1e-12)
 
 
-@st.composite
-def small_problem(draw):
-    """Small layers on machines with unrolled or flattened PE axes, one to four cores."""
-    r = draw(st.integers(1, 3))
-    layer = Layer.conv("r", c_in=draw(st.integers(1, 4)), h=draw(st.integers(r, 6)), w=draw(st.integers(r, 6)),
-                       k_out=draw(st.integers(1, 4)), r=r, pad=draw(st.integers(0, 1)),
-                       stride=draw(st.integers(1, 2)),
-                       precision=draw(st.sampled_from([Precision.uniform(1), Precision(1, 2, 1, 4)])))
-    if draw(st.booleans()):
-        axes = [{"name": "v", "size": draw(st.integers(2, 5)), "dims": ["P", "Q", "R", "S"], "mode": "flattened"}]
-    else:
-        axes = [{"name": "x", "size": draw(st.integers(2, 4)), "dims": ["K", "P", "C"], "max_dims": 1},
-                {"name": "y", "size": draw(st.integers(2, 3)), "dims": ["Q", "S", "K"], "max_dims": 2}]
-    arch = toy_arch(sizes=(draw(st.integers(16, 200)), draw(st.integers(8, 100)), draw(st.integers(16, 200))),
-                    burst=draw(st.sampled_from([4, 8, 16])), clusters=draw(st.integers(1, 2)),
-                    cores=draw(st.integers(1, 2)), multicast=draw(st.booleans()), axes=axes)
-    return Problem(layer, arch)
+def small_problem():
+    """Small layers on small machines (``helpers.small_problem``), drawing ``multicast``."""
+    precisions = st.sampled_from([Precision.uniform(1), Precision(1, 2, 1, 4)])
+    return helpers_small_problem(precisions=precisions, flag="multicast")
 
 
 @sweep(5, 25, small_problem(), st.sampled_from([NONE, WEIGHT_C]))

@@ -8,6 +8,7 @@ from itertools import product
 
 import numpy as np
 import pytest
+from helpers import small_problem as helpers_small_problem
 from helpers import toy_arch
 from hypothesis import strategies as st
 from sweeps import sweep
@@ -246,22 +247,10 @@ def test_burst_rate_bounds_change_no_choice(problem: Problem, objective: Objecti
 test_burst_rate_bounds_change_no_choice_full = test_burst_rate_bounds_change_no_choice.full
 
 
-@st.composite
-def row_case(draw):
-    """Small layers on machines with unrolled or flattened PE axes, one to four cores, overlapping or not."""
-    r = draw(st.integers(1, 3))
-    layer = Layer.conv("r", c_in=draw(st.integers(1, 4)), h=draw(st.integers(r, 6)), w=draw(st.integers(r, 6)),
-                       k_out=draw(st.integers(1, 4)), r=r, pad=draw(st.integers(0, 1)),
-                       stride=draw(st.integers(1, 2)), precision=Precision.uniform(draw(st.sampled_from([1, 2]))))
-    if draw(st.booleans()):
-        axes = [{**FLAT[0], "size": draw(st.integers(2, 5))}]
-    else:
-        axes = [{"name": "x", "size": draw(st.integers(2, 4)), "dims": ["K", "P", "C"], "max_dims": 1},
-                {"name": "y", "size": draw(st.integers(2, 3)), "dims": ["Q", "S", "K"], "max_dims": 2}]
-    arch = toy_arch(sizes=(draw(st.integers(16, 200)), draw(st.integers(8, 100)), draw(st.integers(16, 200))),
-                    burst=draw(st.sampled_from([4, 8, 16])), clusters=draw(st.integers(1, 2)),
-                    cores=draw(st.integers(1, 2)), overlap=draw(st.booleans()), axes=axes)
-    return Problem(layer, arch)
+def row_case():
+    """Small layers on small machines (``helpers.small_problem``), drawing ``overlap``."""
+    precisions = st.sampled_from([Precision.uniform(1), Precision.uniform(2)])
+    return helpers_small_problem(precisions=precisions, flag="overlap")
 
 
 @sweep(5, 15, row_case())

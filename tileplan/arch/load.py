@@ -6,6 +6,8 @@ then validated by the pydantic schema; every problem is reported at once with it
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 from pathlib import Path
@@ -58,6 +60,19 @@ def _format_errors(source: str, err: ValidationError) -> str:
 _MAX_ERRORS = 8
 
 
+@functools.lru_cache(maxsize=32)
+def _parsed(text: str) -> Any:
+    return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
+
+
+def parse_yaml(text: str) -> Any:
+    """``text`` parsed with duplicate keys refused, as a fresh copy on every call (the caller may change
+    it). Parsing a preset costs ~10 CPU-ms in pure-Python YAML and a long run (an experiment, a sweep,
+    the test suite) loads the same few presets hundreds of times: the last 32 texts are kept parsed.
+    A text that fails to parse is parsed (and fails) again each time."""
+    return copy.deepcopy(_parsed(text))
+
+
 def from_dict(data: Any, source: str = "<dict>") -> Arch:
     """Validate a parsed description; ``source`` names it in error messages."""
     if not isinstance(data, dict):
@@ -76,7 +91,7 @@ def load_yaml(path: str | Path) -> Arch:
     except TileplanError as err:
         raise ConfigError(str(err)) from None
     try:
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
+        data = parse_yaml(text)
     except ConfigError as err:
         raise ConfigError(f"{path}: {err}") from None
     except RecursionError:
@@ -176,7 +191,7 @@ def load_family(name: str) -> Arch | None:
     kib = int(match.group(2))
     if not 1 <= kib <= 1 << 20:
         raise ConfigError(f"accelerator {name!r}: the buffer size must be 1 to 1048576 KiB, got {kib}")
-    data = yaml.load(preset_path(match.group(1)).read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506
+    data = parse_yaml(preset_path(match.group(1)).read_text(encoding="utf-8"))
     data["name"] = name
     data["memories"][0]["size_bytes"] = kib * 1024
     data["description"] = f"{data['description']} ({kib} KiB buffer)"
