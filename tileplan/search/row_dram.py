@@ -134,16 +134,22 @@ def row_dram_bytes(orders: np.ndarray, tiles: np.ndarray, shortest: np.ndarray, 
         _, first, inverse = np.unique(trips, axis=0, return_index=True, return_inverse=True)
     trips = trips[first]
     pattern = ((trips > 1) << np.arange(NDIMS)).sum(axis=1)
-    logs = np.log(trips.astype(np.float64))
     g = np.asarray(group_bytes, dtype=np.float64)
     per_rho = np.array([g[0], g[1], 2 * g[3]])  # bytes per unit of each reload factor
     fixed = g[2] - 2 * g[3]  # outputs written once; partial sums go out and back (rho - 1) times
-    out = np.empty(len(trips))
+    # The distinct trip vectors sorted by pattern, so that each pattern's rows are one slice.
     order_of = np.argsort(pattern, kind="stable")
-    bounds = np.flatnonzero(np.diff(pattern[order_of])) + 1
-    for rows in np.split(order_of, bounds):
-        rho = np.rint(np.exp(logs[rows] @ masks.of(int(pattern[rows[0]])))).reshape(len(rows), -1, 3)
-        out[rows] = (rho @ per_rho).min(axis=1) + fixed
+    pats = pattern[order_of]
+    logs = np.log(trips[order_of].astype(np.float64))
+    cuts = np.flatnonzero(np.diff(pats)) + 1
+    by_pattern = np.empty(len(trips))
+    for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(pats)], strict=True):
+        rho = logs[a:b] @ masks.of(int(pats[a]))
+        np.exp(rho, out=rho)
+        np.rint(rho, out=rho)
+        by_pattern[a:b] = (rho.reshape(b - a, -1, 3) @ per_rho).min(axis=1)
+    out = np.empty(len(trips))
+    out[order_of] = by_pattern + fixed
     out = out[inverse.reshape(-1)]
     result: np.ndarray = out * (1 - ROUNDING_MARGIN)
     return result
