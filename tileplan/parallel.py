@@ -37,9 +37,11 @@ JOBS_VARIABLE = "TILEPLAN_JOBS"
 
 def default_jobs() -> int:
     """Processes a search uses when the caller gives none: ``TILEPLAN_JOBS`` when set (a shared machine,
-    a CI runner, a test suite that already runs one worker per core), otherwise every CPU the last
-    minute's load average leaves idle (at least one): a worker forked onto a busy CPU only adds its
-    start-up (0.15-0.35 CPU s for two, ``docs/peers.md``) and takes turns with the others.
+    a CI runner, a test suite that already runs one worker per core), otherwise every CPU left idle (at
+    least one): a worker forked onto a busy CPU only adds its start-up (0.15-0.35 CPU s for two,
+    ``docs/peers.md``) and takes turns with the others. Busy CPUs are the smaller of the last
+    minute's load average and the processes runnable now besides this one (:func:`runnable_now`): the
+    average lags by a minute, so right after another program ends it still counts that program's CPU.
 
     >>> import os; os.environ["TILEPLAN_JOBS"] = "3"; default_jobs()
     3
@@ -52,11 +54,25 @@ def default_jobs() -> int:
             load = os.getloadavg()[0]
         except (AttributeError, OSError):  # pragma: no cover - no load average on this platform
             return cpus
-        return max(1, min(cpus, int(cpus - load + 0.5)))
+        now = runnable_now()
+        busy = load if now is None else min(load, float(now))
+        return max(1, min(cpus, int(cpus - busy + 0.5)))
     if not value.isdigit() or int(value) < 1:
         raise TileplanError(f"{JOBS_VARIABLE}={value!r} is not a number of processes; set it to a positive "
                             f"integer (e.g. {JOBS_VARIABLE}=2) or unset it to use every CPU")
     return int(value)
+
+
+def runnable_now(loadavg: str = "/proc/loadavg") -> int | None:
+    """Processes (threads) runnable at this moment other than this one, from the kernel's count in
+    ``/proc/loadavg`` (its fourth field, ``running/total``, counts the reader itself); ``None`` where
+    there is no such file (not Linux) or it cannot be read."""
+    try:
+        with open(loadavg, encoding="ascii") as file:
+            running = file.read().split()[3].split("/")[0]
+        return max(0, int(running) - 1)
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _worker_init(parent: int) -> None:

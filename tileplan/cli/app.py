@@ -70,7 +70,7 @@ STRATEGY_HELP = ("Search strategy: " + " | ".join(STRATEGY_NAMES) + "; multi-lev
                  + " | ".join(FUSION_STRATEGY_NAMES) + ".")
 SEQ_HELP = ("Tokens per sequence of a transformer (zoo: bert-base, gpt2, llama3-8b-block; an .onnx file with a "
             "dynamic sequence length).")
-JOBS_HELP = "Search processes (default: $TILEPLAN_JOBS, else every CPU the load average leaves idle)."
+JOBS_HELP = "Search processes (default: $TILEPLAN_JOBS, else every CPU idle now or over the last minute)."
 #: Candidates a sampling strategy draws when --budget is not given (``api.check_options``' default).
 DEFAULT_BUDGET = 20_000
 BUDGET_HELP = f"Candidates a sampling strategy (random, marvel-random) draws (default {DEFAULT_BUDGET})."
