@@ -34,6 +34,8 @@ from tileplan.search.split_bounds import SplitBounds
 from tileplan.workload.layer import Precision
 
 EXHAUSTIVE = importlib.import_module("tileplan.search.exhaustive")
+#: The costing of a chunk of tile vectors, which reads the bound and the first wave's size (patched here).
+CHUNK = importlib.import_module("tileplan.search.chunk_search")
 
 
 def walked_reloads(order: tuple[int, ...], trips: tuple[int, ...], hoist: np.ndarray) -> list[int]:
@@ -112,12 +114,12 @@ def test_row_dram_bytes_below_every_mapping(problem: Problem, hoist: Hoist) -> N
 @contextmanager
 def no_row_bound() -> Iterator[None]:
     """The exhaustive search with every tile vector's DRAM bound 0: nothing pruned by it."""
-    real = EXHAUSTIVE.row_dram_bytes
-    EXHAUSTIVE.row_dram_bytes = lambda orders, tiles, *rest: np.zeros(len(tiles))
+    real = CHUNK.row_dram_bytes
+    CHUNK.row_dram_bytes = lambda orders, tiles, *rest: np.zeros(len(tiles))
     try:
         yield
     finally:
-        EXHAUSTIVE.row_dram_bytes = real
+        CHUNK.row_dram_bytes = real
 
 
 @sweep(10, 40, small_problem(), st.sampled_from([Objective.DRAM, Objective.ENERGY]), st.sampled_from([3, 50, 1 << 16]))
@@ -125,8 +127,8 @@ def test_dram_row_pruning_changes_no_choice(problem: Problem, objective: Objecti
     """Under the DRAM and energy objectives, costing tile vectors least bound first and never those whose bound
     exceeds a value found picks the very mapping, key and split the search without the bound picks,
     whatever the chunk size, and costs no more values."""
-    first = EXHAUSTIVE.FIRST_WAVE_MIN
-    EXHAUSTIVE.FIRST_WAVE_MIN = 1  # small chunks too: a first wave, then the rest pruned
+    first = CHUNK.FIRST_WAVE_MIN
+    CHUNK.FIRST_WAVE_MIN = 1  # small chunks too: a first wave, then the rest pruned
     try:
         try:
             pruned = EXHAUSTIVE.search_splits(problem, objective, chunk=chunk)
@@ -135,7 +137,7 @@ def test_dram_row_pruning_changes_no_choice(problem: Problem, objective: Objecti
         with no_row_bound():
             whole = EXHAUSTIVE.search_splits(problem, objective, chunk=chunk)
     finally:
-        EXHAUSTIVE.FIRST_WAVE_MIN = first
+        CHUNK.FIRST_WAVE_MIN = first
     assert (pruned.best is None) == (whole.best is None)
     if whole.best is not None and pruned.best is not None:
         assert pruned.best[0] == whole.best[0] and pruned.key == whole.key and pruned.rank == whole.rank

@@ -293,22 +293,24 @@ def test_row_pruning_changes_no_choice(problem: Problem, objective: Objective, c
     import importlib
 
     module = importlib.import_module("tileplan.search.exhaustive")
+    chunks = importlib.import_module("tileplan.search.chunk_search")  # reads the first wave's size
+    bounds = importlib.import_module("tileplan.search.split_bounds")
     from tileplan.errors import InfeasibleError
 
-    first = module.FIRST_WAVE_MIN
-    module.FIRST_WAVE_MIN = 1  # small chunks too: a first wave, then the rest pruned
+    first = chunks.FIRST_WAVE_MIN
+    chunks.FIRST_WAVE_MIN = 1  # small chunks too: a first wave, then the rest pruned
     try:
         pruned = module.search_splits(problem, objective, chunk=chunk)
     except InfeasibleError:
         return
     finally:
-        module.FIRST_WAVE_MIN = first
-    real = module.SplitBounds.row_bounds
-    module.SplitBounds.row_bounds = lambda self, i, compute: None
+        chunks.FIRST_WAVE_MIN = first
+    real = bounds.SplitBounds.row_bounds
+    bounds.SplitBounds.row_bounds = lambda self, i, compute: None
     try:
         whole = module.search_splits(problem, objective, chunk=chunk)
     finally:
-        module.SplitBounds.row_bounds = real
+        bounds.SplitBounds.row_bounds = real
     assert (pruned.best is None) == (whole.best is None)
     if whole.best is not None and pruned.best is not None:
         assert pruned.best[0] == whole.best[0] and pruned.key == whole.key and pruned.rank == whole.rank

@@ -9,7 +9,7 @@ core, fewer trips never raise a reload factor, and every operand moves at least 
 per sweep. So :func:`row_dram_bytes`, that least taken over the loop orders searched for one tile
 vector, is at most the DRAM bytes the model gives that tile vector under any of those orders.
 
-The exhaustive search uses it under the DRAM objective (``search.exhaustive``: tile vectors are
+The exhaustive search uses it under the DRAM objective (``search.chunk_search``: tile vectors are
 costed in waves, least bound first, and those whose bound exceeds a value found are never costed,
 nor their unrolling chosen); it holds for the plain tile vector, not for hoisted boxes (a hoisted
 operand is not reloaded by the loops it spans), nor for other layouts than the default.

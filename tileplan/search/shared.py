@@ -90,3 +90,16 @@ def _remove_orphans(folder: str) -> None:
                 pass
         except PermissionError:
             pass
+
+
+class Floor:
+    """A fixed value to prune with, in the place of a :class:`SharedBest` (nothing is offered back)."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def get(self) -> float:
+        return self.value
+
+    def offer(self, value: float) -> None:
+        pass

@@ -1,6 +1,6 @@
 """Lower bounds on the cost of every mapping of one core split, before any of its tiles is enumerated.
 
-The exhaustive search (``search.exhaustive``) skips a split whose bound is not below the best cost
+The exhaustive search (``search.split_search``) skips a split whose bound is not below the best cost
 found so far. Every bound here is safe: it never exceeds the model's cost of any mapping of the
 split (``tests/test_search_bounds.py``, ``tests/test_search_speed.py``). ``split_lower_bound`` and
 ``split_tight_bound`` read one split's slices; :class:`SplitBounds` computes the same bounds for every
