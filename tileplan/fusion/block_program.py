@@ -18,18 +18,10 @@ from tileplan.arch.spec import Arch
 from tileplan.dims import Dim
 from tileplan.fusion.block import BlockAxisTiles, consumers
 from tileplan.fusion.cost import GroupModel
+from tileplan.fusion.executor import FusedResult, _Machine, execute_fused, record_occupancy
 from tileplan.fusion.group import Direction, FusedGroup, FusedMapping
-from tileplan.fusion.program import (
-    FusedProgram,
-    FusedResult,
-    Instr,
-    _Machine,
-    _parts,
-    _step,
-    execute_fused,
-    generate_fused,
-    record_occupancy,
-)
+from tileplan.fusion.instructions import FusedProgram, Instr
+from tileplan.fusion.program import _parts, _step, generate_fused
 from tileplan.program.reference import reference_output
 from tileplan.workload.layer import OpKind
 

@@ -3,7 +3,7 @@
 The instruction list is embedded as a table (one row of 12 integers per instruction) run by a small
 interpreter (``cgen_template.FUSED_C``) rather than unrolled into straight-line code: the source grows
 by one short row per instruction whatever the group, compiles in a fraction of a second even for
-tens of thousands of instructions, and its interpreter mirrors ``fusion.program``'s executor case by
+tens of thousands of instructions, and its interpreter mirrors ``fusion.executor`` case by
 case (the same presence checks, the same burst counting from box addresses). The program makes its
 own deterministic operands, runs the fused program, recomputes the layers one by one as the
 reference and prints the DRAM bytes and bursts per operand and the MACs, so its printed numbers can

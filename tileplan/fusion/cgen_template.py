@@ -2,7 +2,7 @@
 ``fusion.cgen`` so the C reads as C.
 
 The program is a table (one row per fused instruction) and a small interpreter that runs it the way
-``fusion.program``'s executor does: DRAM tensors and on-chip maps are int64 arrays, each on-chip map
+``fusion.executor`` does: DRAM tensors and on-chip maps are int64 arrays, each on-chip map
 with a presence flag per element (a computation reading a missing element stops the program), and
 every DRAM transfer counts its bytes and its bursts from the box's addresses in the row-major tensor
 (one ``ceil(run_bytes / burst)`` per contiguous run). A reference computes the layers one by one on

@@ -1,5 +1,5 @@
 """Programs of fused attention and MLP blocks: the nest of ``fusion.transformer_cost`` spelled out as
-``fusion.program`` instructions, and an executor that runs them in float64 with the middle tensor
+``fusion.instructions`` instructions, and an executor that runs them in float64 with the middle tensor
 (scores and probabilities, the MLP's hidden activations) held only on chip.
 
 Instructions (``Instr``; ``k`` output channels of all groups, ``c`` input channels of one group):
@@ -12,7 +12,7 @@ once computed, what it read is dropped.
 
 The executor computes each instruction from on-chip data only (a missing element is an error),
 counts each DRAM transfer's bytes and bursts from the box's addresses in the (N, C, H, W) row-major
-tensor (``fusion.program._box_cost``) and checks every on-chip memory's occupancy against its size.
+tensor (``fusion.executor._box_cost``) and checks every on-chip memory's occupancy against its size.
 :func:`verify_transformer` compares it with the model and with the block computed on whole tensors
 (plain numpy: ``softmax(Q K^T) V`` per group, ``act(X W_up^T) [* X W_gate^T] W_down^T``).
 """
@@ -27,16 +27,10 @@ from tileplan.arch.spec import Arch
 from tileplan.cost.problem import Problem
 from tileplan.dims import Dim, Operand
 from tileplan.fusion.block_program import fused_program
+from tileplan.fusion.executor import FusedResult, count_dram, record_occupancy
 from tileplan.fusion.group import FusedGroup, FusedMapping
-from tileplan.fusion.program import (
-    FusedProgram,
-    FusedProgramError,
-    FusedResult,
-    Instr,
-    _parts,
-    count_dram,
-    record_occupancy,
-)
+from tileplan.fusion.instructions import FusedProgram, FusedProgramError, Instr
+from tileplan.fusion.program import _parts
 from tileplan.fusion.transformer import TransformerKind, TransformerShape, canonical_layers
 from tileplan.fusion.transformer_cost import check_transformer_mapping, evaluate_transformer
 from tileplan.fusion.verify import FusedVerify, verify_fused
