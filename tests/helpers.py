@@ -111,6 +111,18 @@ def quick_experiment(name: str, out: Path) -> tuple[Path, str, Any]:
     return out, result.output, written[0]
 
 
+def quick_run_fixture(name: str) -> Any:
+    """A module-scoped fixture: ``tileplan experiment NAME --quick`` run once for the module (its folder,
+    its output and the result it wrote; the module's tests assert on this run's tables)."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Any]:
+        return quick_experiment(name, tmp_path_factory.mktemp(f"{name}_quick"))
+
+    return quick_run
+
+
 @st.composite
 def small_problem(draw: st.DrawFn, *, precisions: st.SearchStrategy[Precision], flag: str) -> Problem:
     """Small layers (1-4 channels, up to 6x6, 1x1 to 3x3 kernels, stride 1-2) on toy machines with

@@ -6,6 +6,7 @@ import csv
 from pathlib import Path
 
 import pytest
+from helpers import quick_run_fixture
 
 from tileplan.experiments.common import ExperimentResult, Reference
 
@@ -13,13 +14,7 @@ from tileplan.experiments.common import ExperimentResult, Reference
 pytestmark = pytest.mark.png_figures
 
 
-@pytest.fixture(scope="module")
-def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, ExperimentResult]:
-    """`tileplan experiment marvel --quick` run once for this module: its folder, its output and the
-    result it wrote (the tests of its parts assert on this run's tables)."""
-    from helpers import quick_experiment
-
-    return quick_experiment("marvel", tmp_path_factory.mktemp("marvel_quick"))
+quick_run = quick_run_fixture("marvel")
 
 
 def test_quick_run_writes_every_table_figure_and_explains_every_gap(
