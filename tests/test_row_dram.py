@@ -22,13 +22,13 @@ from sweeps import sweep
 from test_rf_level import CASES as RF_CASES
 
 from tileplan.cost.batch import MappingBatch
-from tileplan.cost.model import evaluate
+from tileplan.cost.model import evaluate, reload_factors_orders
 from tileplan.cost.problem import Problem, SplitTable
 from tileplan.dims import NDIMS, OPERANDS, RELEVANT, Dim
 from tileplan.errors import InfeasibleError
 from tileplan.search.hoist import NONE, WEIGHT_C, Hoist, reuse_orders
 from tileplan.search.objective import Objective
-from tileplan.search.row_dram import row_dram_bytes, row_reload_factors
+from tileplan.search.row_dram import row_dram_bytes
 from tileplan.search.space import class_orders, spatial_options, split_options
 from tileplan.search.split_bounds import SplitBounds
 from tileplan.workload.layer import Precision
@@ -59,12 +59,12 @@ def walked_reloads(order: tuple[int, ...], trips: tuple[int, ...], hoist: np.nda
 @sweep(20, 100, st.lists(st.integers(1, 3), min_size=NDIMS, max_size=NDIMS), st.permutations(list(range(NDIMS))),
        st.sampled_from([NONE, WEIGHT_C]))
 def test_reload_factors_equal_the_walked_loads(trips: list[int], order: list[int], hoist: Hoist) -> None:
-    """``row_reload_factors`` and the bound's hoist-aware masks give the reload factors a walk of the
+    """The model's ``reload_factors_orders`` and the bound's hoist-aware masks give the reload factors a walk of the
     nest counts (every order, not only the searched ones; a hoisted dimension does not index its operand)."""
     walked = walked_reloads(tuple(order), tuple(trips), hoist.array())
     t = np.array([trips])
     if hoist == NONE:
-        assert row_reload_factors(np.array([order]), t)[0, 0].tolist() == walked
+        assert reload_factors_orders(np.array([order]), t)[0, 0].tolist() == walked
     # the bound with one order and one operand's bytes at a time is that operand's factor x its bytes
     ones = np.ones((1, NDIMS), dtype=np.int64)  # tiles of 1 on slices of ``trips``: those trip counts
     for op in OPERANDS:

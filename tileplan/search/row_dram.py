@@ -27,33 +27,12 @@ _REL = np.array([[d in RELEVANT[op] for d in range(NDIMS)] for op in OPERANDS], 
 ROUNDING_MARGIN = 1e-9
 
 
-def row_reload_factors(orders: np.ndarray, trips: np.ndarray) -> np.ndarray:
-    """(n, k, 3) reload factors of the trip counts ``trips`` ((n, 8)) under the loop orders ``orders``
-    ((k, 8), outermost first), nothing hoisted: with q the innermost position whose dimension indexes
-    the operand and has more than one trip, the product of the trips of the loops outside q that do
-    not index it (1 when there is no such q). Same numbers as ``cost.model.reload_factors_orders``,
-    by one pass over the eight loop positions instead of a cumulative product per row."""
-    orders = np.asarray(orders, dtype=np.int64)
-    t = np.asarray(trips, dtype=np.int64)[:, orders]  # (n, k, 8)
-    n, k = t.shape[0], t.shape[1]
-    out = np.ones((n, k, 3), dtype=np.int64)
-    for op in OPERANDS:
-        rel = _REL[op][orders]  # (k, 8)
-        run = np.ones((n, k), dtype=np.int64)
-        hit = np.ones((n, k), dtype=np.int64)
-        for p in range(NDIMS):
-            tp = t[:, :, p]
-            indexes = rel[:, p]
-            hit = np.where(indexes & (tp > 1), run, hit)
-            run = np.where(indexes, run, run * tp)
-        out[:, :, op] = hit
-    return out
-
-
 def _loop_masks(orders: np.ndarray, rel_mask: np.ndarray) -> np.ndarray:
     """(256, 8, k, 3) 0/1: for every pattern of dimensions with more than one trip (bit d: dimension
     d), which dimensions' trips multiply into each operand's reload factor under each order (the
-    rule of :func:`row_reload_factors` with the relevance ``rel_mask`` (3, 8), applied to the pattern)."""
+    rule of ``cost.model.reload_factors_orders`` (with q the innermost position
+    whose dimension indexes the operand and has more than one trip, the trips of the loops outside q
+    that do not index it) with the relevance ``rel_mask`` (3, 8), applied to the pattern)."""
     patterns = (np.arange(256)[:, None] >> np.arange(NDIMS)[None, :]) & 1  # (256, 8): 1 where > 1 trip
     k = len(orders)
     out = np.zeros((256, NDIMS, k, 3), dtype=np.float64)
@@ -155,4 +134,4 @@ def row_dram_bytes(orders: np.ndarray, tiles: np.ndarray, shortest: np.ndarray, 
     return result
 
 
-__all__ = ["ROUNDING_MARGIN", "prepare", "row_dram_bytes", "row_reload_factors"]
+__all__ = ["ROUNDING_MARGIN", "prepare", "row_dram_bytes"]

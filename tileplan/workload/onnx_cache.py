@@ -28,9 +28,10 @@ import io
 import os
 import pickle
 import sys
-import tempfile
 from pathlib import Path
 
+from tileplan.errors import TileplanError
+from tileplan.files import write_bytes_atomic
 from tileplan.workload.network import Network
 
 __all__ = ["cache_folder", "load_onnx_cached"]
@@ -135,22 +136,15 @@ def _read(file: Path) -> Network | None:
 
 
 def _write(folder: Path, name: str, network: Network) -> None:
-    """Keep ``network`` as ``folder/name`` (atomically; silently nothing when it cannot be written) and
-    remove the oldest files beyond :data:`KEEP`."""
+    """Keep ``network`` as ``folder/name`` (``files.write_bytes_atomic``: whole or not at all; silently
+    nothing when it cannot be written) and remove the oldest files beyond :data:`KEEP`."""
     payload = pickle.dumps(network, protocol=pickle.HIGHEST_PROTOCOL)
-    tmp = None
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".pickle")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(_MAGIC + hashlib.sha256(payload).hexdigest().encode("ascii") + b"\n" + payload)
-        os.replace(tmp, folder / name)
-        tmp = None
+        digest = hashlib.sha256(payload).hexdigest().encode("ascii")
+        write_bytes_atomic(folder / name, _MAGIC + digest + b"\n" + payload)
         kept = sorted(folder.glob("*.pickle"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
         for old in kept[KEEP:]:
             old.unlink(missing_ok=True)
-    except OSError:
+    except (OSError, TileplanError):
         pass
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
