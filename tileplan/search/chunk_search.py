@@ -36,37 +36,26 @@ def _order_keys(problem: Problem, objective: Objective, orders: np.ndarray, batc
 
     With per-mapping bounds ``lows``, a mapping is evaluated only while its bound is at most ``limit``
     (a value found) and the least value found in the chunk so far: the mappings of the least bounds
-    first, then the others. A mapping left out has every value above one found, so the least value
-    of the chunk, and every mapping and order reaching it, are exactly those of evaluating them all.
+    first, then the others (:func:`_wave_keys`). A mapping left out has every value above one found,
+    so the least value of the chunk, and every mapping and order reaching it, are exactly those of
+    evaluating them all.
     """
     if lows is None:
         keys = evaluate_orders(problem, batch, orders, objective.value)
         return keys, int(keys.size)
-    keys = np.full((len(batch), len(orders)), np.inf)
-    ranked = np.argsort(lows, kind="stable")
-    split_at = max(FIRST_WAVE_MIN, int(len(batch) * FIRST_WAVE))
-    count = 0
-    for wave in (ranked[:split_at], ranked[split_at:]):
-        wave = np.sort(wave[lows[wave] <= limit])
-        if not len(wave):
-            continue
-        values = evaluate_orders(problem, batch.take(wave), orders, objective.value)
-        keys[wave] = values
-        count += int(values.size)
-        limit = min(limit, float(values.min()))
-    return keys, count
+    return _wave_keys(problem, objective, orders, batch, lows, limit)
 
 
 def _wave_keys(problem: Problem, objective: Objective, orders: np.ndarray, batch: MappingBatch, lows: np.ndarray,
-               limit: float, unrolled: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+               limit: float, unrolled: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
                ) -> tuple[np.ndarray, int]:
-    """:func:`_order_keys` for bounds ``lows`` that need no unrolling: the unrolling of a wave's tile
-    vectors is chosen (``unrolled(rows)``: unroll factors, and whether they fit) only when the wave is
-    costed, and written into ``batch.unroll`` (left as it is elsewhere). Returns the keys (``inf`` where
-    not costed or not fitting) and how many values were computed."""
+    """The keys of ``batch`` costed in two waves, least bound ``lows`` first, each wave's rows whose bound
+    exceeds ``limit`` or a value already found left out (``inf``). With ``unrolled`` (bounds that need
+    no unrolling), the unrolling of a wave's tile vectors is chosen (``unrolled(rows)``: unroll factors,
+    and whether they fit) only when the wave is costed, and written into ``batch.unroll`` (left as it
+    is elsewhere; rows that do not fit stay ``inf``). Returns the keys and how many values were computed."""
     n = len(batch)
     keys = np.full((n, len(orders)), np.inf)
-    unroll = batch.unroll
     ranked = np.argsort(lows, kind="stable")
     split_at = max(FIRST_WAVE_MIN, int(n * FIRST_WAVE))
     count = 0
@@ -74,13 +63,15 @@ def _wave_keys(problem: Problem, objective: Objective, orders: np.ndarray, batch
         wave = np.sort(wave[lows[wave] <= limit])
         if not len(wave):
             continue
-        u, fits = unrolled(wave)
-        unroll[wave] = u
-        wave = wave[fits]
-        if not len(wave):
-            continue
+        if unrolled is not None:
+            u, fits = unrolled(wave)
+            batch.unroll[wave] = u
+            wave = wave[fits]
+            if not len(wave):
+                continue
         sub = batch.take(wave)
-        sub.unroll = unroll[wave]
+        if unrolled is not None:
+            sub.unroll = batch.unroll[wave]
         values = evaluate_orders(problem, sub, orders, objective.value)
         keys[wave] = values
         count += int(values.size)
