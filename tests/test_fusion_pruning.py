@@ -18,7 +18,7 @@ from tileplan.fusion.cost import GroupModel, Selection
 from tileplan.fusion.group import FusedGroup, Overlap
 from tileplan.fusion.search import chunk_options, search_group, tile_k_options
 from tileplan.search.objective import Objective
-from tileplan.search.space import _dominators
+from tileplan.search.tile_groups import _dominators
 
 FIELDS = ("feasible", "footprint_bytes", "dram_read_bytes", "dram_write_bytes", "dram_bursts", "dram_cycles",
           "compute_cycles", "noc_cycles", "latency_cycles", "energy_breakdown_pj")

@@ -83,15 +83,18 @@ def test_compiled_product_equals_the_vectorised_one(problem: Problem) -> None:
     """The compiled depth-first walk of the feasible product returns the breadth-first form's tile
     vectors, in the same order, on every split of random layers (memories shared or not, several
     core shapes, double buffering)."""
-    from tileplan.search import space, tile_product
+    from tileplan.search import tile_product
+    from tileplan.search.feasible_tiles import feasible_product
+    from tileplan.search.space import spatial_options
+    from tileplan.search.tile_groups import tile_groups
 
     if tile_product.compiled_walk() is None:
         return
     for cl, co in split_options(problem)[:6]:
         grid = problem.core_grid(cl, co)
-        groups = space.tile_groups(problem, grid, space.spatial_options(problem, grid.max_length))
-        slow = space.feasible_product(problem, groups, compiled=False)
-        fast = space.feasible_product(problem, groups, compiled=True)
+        groups = tile_groups(problem, grid, spatial_options(problem, grid.max_length))
+        slow = feasible_product(problem, groups, compiled=False)
+        fast = feasible_product(problem, groups, compiled=True)
         assert slow.shape == fast.shape and np.array_equal(slow, fast)
 
 
@@ -102,7 +105,7 @@ test_compiled_product_equals_the_vectorised_one_full = test_compiled_product_equ
 def test_packed_lex_order_equals_lexsort(sizes: list[int], rows: int, seed: int) -> None:
     """The feasible product's picks sorted by one packed key come in exactly ``np.lexsort``'s order
     (first column first; duplicate picks keep their order)."""
-    from tileplan.search.space import _lex_order
+    from tileplan.search.feasible_tiles import _lex_order
 
     rng = np.random.default_rng(seed)
     picks = np.stack([rng.integers(0, n, size=rows) for n in sizes], axis=1)
@@ -116,7 +119,7 @@ test_packed_lex_order_equals_lexsort_full = test_packed_lex_order_equals_lexsort
 def test_compiled_front_equals_the_vectorised_one(rows: int, width: int, top: int, seed: int) -> None:
     """The compiled Pareto front keeps exactly the rows the vectorised loop keeps (ties, duplicates
     and classes included)."""
-    from tileplan.search.space import _pareto
+    from tileplan.search.tile_groups import _pareto
 
     rng = np.random.default_rng(seed)
     features = rng.integers(0, top + 1, size=(rows, width))
@@ -142,7 +145,7 @@ def _fits_brute(box: np.ndarray, weights: np.ndarray, mem_of: np.ndarray, has: n
 def random_groups(draw):
     """Tile groups with random footprints (zeros included; some groups ordered, so the walk's
     bisection runs), random dominators, one to three core shapes and one to three memories."""
-    from tileplan.search.space import TileGroup
+    from tileplan.search.tile_groups import TileGroup
 
     shapes = draw(st.integers(1, 3))
     groups = []
@@ -173,7 +176,7 @@ def test_compiled_walk_equals_the_definition_on_random_groups(case) -> None:
     from itertools import product as combos
     from types import SimpleNamespace
 
-    from tileplan.search import space, tile_product
+    from tileplan.search import feasible_tiles, tile_product
 
     groups, weights, mem_of, has, cap = case
     want = []
@@ -194,11 +197,11 @@ def test_compiled_walk_equals_the_definition_on_random_groups(case) -> None:
     for i in range(len(groups) - 1, -1, -1):
         lo[i] = lo[i + 1] * groups[i].footprint.min(axis=0)
         hi[i] = hi[i + 1] * groups[i].footprint.max(axis=0)
-    slow = space._vectorised_rows(problem, groups, lo, hi, weights, mem_of, cap, 1 << 10)  # type: ignore[arg-type]
+    slow = feasible_tiles._vectorised_rows(problem, groups, lo, hi, weights, mem_of, cap, 1 << 10)  # type: ignore[arg-type]
     assert [tuple(r) for r in slow.tolist()] == want
     if tile_product.compiled_walk() is None:
         return
-    fast = space._compiled_rows(problem, groups, weights, mem_of, cap)  # type: ignore[arg-type]
+    fast = feasible_tiles._compiled_rows(problem, groups, weights, mem_of, cap)  # type: ignore[arg-type]
     assert [tuple(r) for r in fast.tolist()] == want
 
 
@@ -211,7 +214,7 @@ test_compiled_walk_equals_the_definition_on_random_groups_full = \
 def test_compiled_dominators_equal_the_vectorised_ones(rows: int, width: int, top: int, seed: int) -> None:
     """The compiled dominator loop returns the vectorised form's dominators (ties and duplicates included)."""
     from tileplan.search import tile_product
-    from tileplan.search.space import _dominators
+    from tileplan.search.tile_groups import _dominators
 
     if tile_product.compiled_dominators() is None:
         return

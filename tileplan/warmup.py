@@ -24,7 +24,9 @@ from tileplan.cost.batch import MappingBatch
 from tileplan.cost.model import evaluate_orders, tables_for
 from tileplan.cost.problem import Problem
 from tileplan.search import tile_product
-from tileplan.search.space import _dominators, _pareto, class_orders, feasible_product, spatial_options, tile_groups
+from tileplan.search.feasible_tiles import feasible_product
+from tileplan.search.space import class_orders, spatial_options
+from tileplan.search.tile_groups import _dominators, _pareto, tile_groups
 from tileplan.workload.layer import Precision
 
 

@@ -19,27 +19,21 @@ from tileplan.cost.problem import Problem, SplitTable
 from tileplan.dims import NDIMS, Operand
 from tileplan.mapping import Mapping
 from tileplan.search.chunk_search import BestSoFar, search_chunk
+from tileplan.search.feasible_tiles import feasible_product
 from tileplan.search.hoist import HOISTS, NONE, Hoist, reuse_orders
 from tileplan.search.memo import capacity_free_key, memo
 from tileplan.search.objective import Objective
 from tileplan.search.result import SearchResult
 from tileplan.search.shared import Floor, SharedBest
-from tileplan.search.space import (
-    TileGroup,
-    class_orders,
-    feasible_product,
-    layer_group_cache,
-    spatial_options,
-    split_options,
-    tile_groups,
-)
+from tileplan.search.space import class_orders, spatial_options, split_options
 from tileplan.search.split_bounds import SplitBounds
+from tileplan.search.tile_groups import TileGroup, layer_group_cache, tile_groups
 
 Progress = Callable[[int, int], None]
 
 
 def _feasible_tiles(problem: Problem, groups: list[TileGroup]) -> np.ndarray:
-    """``space.feasible_product``, read-only (it is memoised and shared)."""
+    """``feasible_tiles.feasible_product``, read-only (it is memoised and shared)."""
     tiles = feasible_product(problem, groups)
     tiles.flags.writeable = False
     return tiles
@@ -102,7 +96,7 @@ def search_splits(problem: Problem, objective: Objective, *, chunk: int = 1 << 1
     fits ``plain`` (the same DRAM bytes as there: only a strictly lower value is sought)."""
     t0 = time.perf_counter()
     # What reads only the layer and the PE array (core splits and their slices, unroll options, tile
-    # candidates: ``space.tile_groups`` reads no memory) is the plain problem's, shared with its search.
+    # candidates: ``tile_groups.tile_groups`` reads no memory) is the plain problem's, shared with its search.
     shape_of = plain if plain is not None else problem
     splits = split_options(shape_of)
     if hoists is None:
