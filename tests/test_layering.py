@@ -27,7 +27,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tileplan"
 #: DESIGN.md's layers, lowest first; a name is a top-level module or package of ``tileplan``.
 #: ``warmup`` compiles every loop of the model and the search, so it sits at the top of the library.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("__init__", "dims", "errors"),
+    ("__init__", "arrays", "dims", "errors"),
     ("workload", "arch", "mapping", "files", "presets"),
     ("cost", "interop"),
     ("search", "parallel"),

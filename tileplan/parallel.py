@@ -113,10 +113,8 @@ _PR_SET_PDEATHSIG = 1
 def _preload() -> None:
     """Load, once, before forking, what every worker would otherwise load on its own: the compiled loops
     (the extensions, or what numba's on-disk cache holds: about 0.6 s of CPU per worker and per pool
-    from numba's cache), and ``numpy.ma``, which numpy 2's ``np.unique`` imports at its first call
-    (0.01-0.02 CPU-s per worker; the search and the cost model call it in every worker)."""
-    import numpy.ma  # noqa: F401
-
+    from numba's cache). (``numpy.ma``, which numpy 2's plain ``np.unique`` imports at its first call,
+    is not loaded at all: the search calls ``tileplan.arrays.distinct`` instead.)"""
     from tileplan.cost import compiled
     from tileplan.search import tile_product
 

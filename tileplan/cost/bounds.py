@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from tileplan.arch.spec import Arch
+from tileplan.arrays import distinct
 from tileplan.dims import Dim, Operand
 from tileplan.workload.layer import Layer, OpKind
 
@@ -23,7 +24,7 @@ def touched_input_elements(layer: Layer) -> int:
                 + dil * np.arange(layer.dims[dk], dtype=np.int64)[None, :] - pad).ravel()
         used = used[(used >= 0) & (used < size)]
         # one window position per output index never repeats (stride >= 1): count without deduplicating
-        counts.append(int(used.size if layer.dims[dk] == 1 else np.unique(used).size))
+        counts.append(int(used.size if layer.dims[dk] == 1 else distinct(used).size))
     return layer.n * layer.c_in * counts[0] * counts[1] * layer.input_count
 
 

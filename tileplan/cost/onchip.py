@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tileplan.arrays import distinct
 from tileplan.cost.batch import MappingBatch
 from tileplan.cost.leveldims import ALL_TILES, REMAINDER_TILE, WHOLE_TILES, gather_halo, gather_stats
 from tileplan.cost.problem import CoreSlice, Problem
@@ -315,7 +316,7 @@ def touched_input_elements(problem: Problem) -> int:
         first = problem.input_window_start(axis, 0)
         rows = (first + np.arange(int(problem.dims[dp]))[:, None] * problem.stride[axis]
                 + np.arange(int(problem.dims[dk]))[None, :] * problem.dilation[axis])
-        count *= len(np.unique(rows[(rows >= 0) & (rows < size)]))
+        count *= len(distinct(rows[(rows >= 0) & (rows < size)]))
     return count
 
 

@@ -16,6 +16,7 @@ from operator import itemgetter
 import numpy as np
 
 from tileplan.arch.spec import Arch, AxisMode
+from tileplan.arrays import distinct
 from tileplan.dims import DIMS, NDIMS, OPERANDS, RELEVANT, Dim, Operand
 from tileplan.errors import WorkloadError
 from tileplan.mapping import balanced_parts
@@ -339,7 +340,7 @@ def input_extent(problem: Problem, axis: int, offset: int, length: int) -> int:
         used = (start + stride * np.arange(length, dtype=np.int64)[:, None]
                 + dil * np.arange(window, dtype=np.int64)[None, :]).ravel()
         used = used[(used >= 0) & (used < size)]
-        cache[key] = int(np.unique(used).size)
+        cache[key] = int(distinct(used).size)
     return cache[key]
 
 

@@ -14,6 +14,7 @@ from functools import cache
 
 import numpy as np
 
+from tileplan.arrays import distinct
 from tileplan.cost.model import reload_factors_orders
 from tileplan.cost.problem import Problem
 from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
@@ -23,7 +24,7 @@ from tileplan.dims import DIMS, NDIMS, OPERANDS, Dim, Operand
 def _n_values(length: int) -> np.ndarray:
     """Smallest tile for each achievable trip count of a ``length``-long slice (ascending; read-only,
     cached per length)."""
-    tiles = np.unique(-(-length // np.arange(1, length + 1, dtype=np.int64)))
+    tiles = distinct(-(-length // np.arange(1, length + 1, dtype=np.int64)))
     tiles.setflags(write=False)
     return tiles
 

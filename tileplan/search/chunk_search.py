@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tileplan.arrays import distinct
 from tileplan.cost.batch import CostBatch, MappingBatch
 from tileplan.cost.kernel_tables import KernelTables
 from tileplan.cost.model import compute_cycles, evaluate, evaluate_orders
@@ -91,7 +92,7 @@ def _least(problem: Problem, objective: Objective, orders: np.ndarray, batch: Ma
     traffic), those of the least latency among them, the first tie-break, are kept first."""
     rows, cols = np.nonzero(keys <= low)
     if len(rows) > TIE_CAP and objective is not Objective.LATENCY:
-        tied = np.unique(rows)
+        tied = distinct(rows)
         latency = np.full(keys.shape, np.inf)
         latency[tied] = evaluate_orders(problem, batch.take(tied), orders, Objective.LATENCY.value)
         lat = latency[rows, cols]

@@ -68,8 +68,30 @@ def _permutations(n: int) -> np.ndarray:
                            for f in range(n)])
 
 
+#: :func:`_classes` of the hoists the exhaustive search covers, by their relevance masks, each order
+#: written as its eight dimension indices, outermost first: computing them walks all 8! orders (about
+#: 30 ms of CPU at every planning command's start). ``tests/test_hoist_orders.py`` checks them against
+#: :func:`_classes`.
+KNOWN_CLASSES: dict[tuple[int, int, int], str] = {
+    (251, 198, 55): "01234567 01234657 01234675 01234756 01235674 01236745 01245367 01245673 01246537 "
+                    "01246573 01246735 01246753 01247536 01247563 01256734 01256743 01267345 01267453 "
+                    "01345672 01456723 02345671 12345670 12346705 12356704 12367045 12456703 12456730 "
+                    "12467035 12467053 12567034 12567043 12670345 12670453",  # WEIGHT_C
+}
+
+
 @cache
 def _reuse_orders(masks: tuple[int, int, int]) -> np.ndarray:
+    known = KNOWN_CLASSES.get(masks)
+    out = np.array([[int(c) for c in o] for o in known.split()], dtype=np.int64) if known else _classes(masks)
+    out.flags.writeable = False
+    return out
+
+
+def _classes(masks: tuple[int, int, int]) -> np.ndarray:
+    """One loop order per distinct (S_input, S_weight, S_output) over all 8! orders (``masks``: the
+    dimensions indexing each operand, as bits), the lexicographically first of each class, in
+    lexicographic order."""
     perms = _permutations(NDIMS)  # lexicographic: deterministic representatives
     keys = np.zeros(len(perms), dtype=np.int64)  # the three operands' sets, 8 bits each
     for op in OPERANDS:
@@ -82,9 +104,7 @@ def _reuse_orders(masks: tuple[int, int, int]) -> np.ndarray:
             suffix |= np.where(alive, np.left_shift(1, d), 0)
         keys |= suffix << (8 * op)
     _, first = np.unique(keys, return_index=True)
-    out = perms[np.sort(first)]
-    out.flags.writeable = False
-    return out
+    return perms[np.sort(first)]
 
 
 def reuse_orders(hoist: Hoist) -> np.ndarray:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from tileplan.arrays import distinct
 from tileplan.cost.batch import CostBatch, MappingBatch
 from tileplan.cost.model import evaluate
 from tileplan.cost.problem import Problem
@@ -34,7 +35,7 @@ def random_search(problem: Problem, objective: Objective, *, budget: int = 20_00
     choice = pool[rng.integers(0, len(pool), size=budget)]
     best: tuple[tuple[float, ...], Mapping, CostBatch] | None = None
     space = 0.0
-    for done, s in enumerate(np.unique(choice)):
+    for done, s in enumerate(distinct(choice)):
         count = int(np.sum(choice == s))
         grid = problem.core_grid(*splits[s])
         max_len = np.array(grid.max_length, dtype=np.int64)
@@ -54,7 +55,7 @@ def random_search(problem: Problem, objective: Objective, *, budget: int = 20_00
         if np.isfinite(key[0]) and (best is None or key < best[0]):
             best = (key, to_mapping(problem, tiles[i], order[i], unroll[i], splits[s]), costs.take(i))
         if progress:
-            progress(done + 1, len(np.unique(choice)))
+            progress(done + 1, len(distinct(choice)))
     if best is None:
         raise_infeasible(problem)  # raises when not even 1-element tiles fit
         raise InfeasibleError(f"random search drew no mapping of layer {problem.layer.name!r} that fits "
@@ -62,4 +63,4 @@ def random_search(problem: Problem, objective: Objective, *, budget: int = 20_00
                               f"--strategy exhaustive")
     assert best is not None
     return SearchResult("random", best[1], best[2], budget, space * 40320, time.perf_counter() - t0,
-                        len(splits), len(np.unique(choice)))
+                        len(splits), len(distinct(choice)))

@@ -36,13 +36,14 @@ def _loop_masks(orders: np.ndarray, rel_mask: np.ndarray) -> np.ndarray:
     patterns = (np.arange(256)[:, None] >> np.arange(NDIMS)[None, :]) & 1  # (256, 8): 1 where > 1 trip
     k = len(orders)
     out = np.zeros((256, NDIMS, k, 3), dtype=np.float64)
+    position = np.argsort(orders, axis=1)  # (k, 8): where each dimension's loop is in each order
     for op in OPERANDS:
         rel = rel_mask[op][orders]  # (k, 8)
         many = patterns[:, orders] == 1  # (256, k, 8)
         q = np.where(rel[None] & many, np.arange(NDIMS), -1).max(axis=2)  # (256, k)
-        for p in range(NDIMS):
-            counted = ~rel[:, p][None] & (p < q)  # (256, k): position p's loop multiplies in
-            out[np.arange(256)[:, None], orders[:, p][None, :], np.arange(k)[None, :], op] = counted
+        counted = ~rel[None] & (np.arange(NDIMS)[None, None, :] < q[:, :, None])  # (256, k, 8 positions)
+        # dimension d's entry is its position's: out[:, d, j, op] = counted[:, j, position[j, d]]
+        out[..., op] = np.take_along_axis(counted, position[None], axis=2).transpose(0, 2, 1)
     return out
 
 

@@ -174,7 +174,8 @@ def _pareto(features: np.ndarray, classes: np.ndarray, *, compiled: bool | None 
     ``search.tile_product`` when it is ready (same rows; ``compiled`` forces the choice)."""
     keep = np.zeros(len(features), dtype=bool)
     one_class = len(classes) == 0 or bool(np.all(classes == classes[:1]))
-    for cls in classes[:1] if one_class else np.unique(classes, axis=0):
+    # (return_index: numpy's plain unique imports numpy.ma, see ``tileplan.arrays``)
+    for cls in classes[:1] if one_class else np.unique(classes, axis=0, return_index=True)[0]:
         idx = np.arange(len(classes)) if one_class else np.nonzero(np.all(classes == cls, axis=1))[0]
         f = features if one_class else features[idx]  # (one class: every row, no copy)
         order = np.lexsort(f.T[::-1])
