@@ -170,3 +170,20 @@ def test_errors_in_field_order_then_unknown_then_capped() -> None:
         desc[f"extra{i}"] = i
     lines = str(pytest.raises(ConfigError, from_dict, desc, "src").value).split("\n")
     assert len(lines) == _MAX_ERRORS + 1 and lines[-1] == "src: and 4 more problems"
+
+
+def test_numpy_numbers_are_numbers() -> None:
+    """An importer may fill a description from arrays: numpy's integers and floats read as numbers."""
+    import numpy as np
+
+    desc = copy.deepcopy(PRESETS["eyeriss"])
+    desc["memories"][0]["size_bytes"] = np.int64(4096)
+    desc["clock_hz"] = np.int32(200_000_000)
+    desc["dram"]["burst_bytes"] = np.float32(32.0)
+    arch = from_dict(desc, "src")
+    assert (arch.memories[0].size_bytes, arch.clock_hz, arch.dram.burst_bytes) == (4096, 2e8, 32)
+    assert (type(arch.memories[0].size_bytes), type(arch.clock_hz), type(arch.dram.burst_bytes)) == (int, float, int)
+    desc["dram"]["burst_bytes"] = np.float64(0.5)
+    with pytest.raises(ConfigError, match="dram.burst_bytes: Input should be a valid integer, got a number with a "
+                                          "fractional part"):
+        from_dict(desc, "src")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Callable, Mapping
 from enum import Enum
 from types import MappingProxyType
@@ -89,7 +90,7 @@ def real(lo: float | None = None, hi: float | None = None, text: str = "") -> Ch
                 value = float(value)
             except ValueError:
                 raise ValueError("Input should be a valid number, unable to parse string as a number") from None
-        elif not isinstance(value, int | float):
+        elif not isinstance(value, numbers.Real):  # (numpy's numbers too)
             raise ValueError("Input should be a valid number")
         if lo is not None and hi is not None:
             _in_range(value, lo, hi, text)
@@ -112,6 +113,10 @@ def whole(lo: int, hi: int, text: str) -> Check:
                 value = float(value)
             except ValueError:
                 raise ValueError("Input should be a valid integer, unable to parse string as an integer") from None
+        if isinstance(value, numbers.Integral):  # (numpy's integers too)
+            value = int(value)
+        elif isinstance(value, numbers.Real):
+            value = float(value)
         if isinstance(value, float):
             if not math.isfinite(value):
                 raise ValueError("Input should be a finite number")
@@ -133,7 +138,7 @@ _FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
 def _boolean(value: Any) -> bool:
     if isinstance(value, bool):
         return value
-    if isinstance(value, str | int) and not isinstance(value, float):
+    if isinstance(value, str | int):
         key = value.lower() if isinstance(value, str) else str(value)
         if key in _TRUE or key in _FALSE:
             return key in _TRUE
