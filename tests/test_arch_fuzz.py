@@ -6,13 +6,14 @@ from __future__ import annotations
 import copy
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tileplan.arch import from_dict
+from tileplan.arch import from_dict, load_eplanner_json, load_yaml
 from tileplan.arch.load import _MAX_ERRORS, parse_yaml
 from tileplan.arch.spec import Arch
 from tileplan.errors import ConfigError
@@ -187,3 +188,19 @@ def test_numpy_numbers_are_numbers() -> None:
     with pytest.raises(ConfigError, match="dram.burst_bytes: Input should be a valid integer, got a number with a "
                                           "fractional part"):
         from_dict(desc, "src")
+
+
+def test_a_number_too_long_for_python_is_one_line(tmp_path: Path) -> None:
+    """YAML and JSON integers of over 4300 digits (Python's limit) and impossible dates: one line."""
+    text = preset_path("eyeriss").read_text(encoding="utf-8")
+    path = tmp_path / "big.yaml"
+    path.write_text(re.sub(r"size_bytes: [0-9]+", "size_bytes: " + "9" * 5000, text, count=1), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"big\.yaml: a number has more than 4300 digits$"):
+        load_yaml(path)
+    path.write_text(text.replace("name: eyeriss", "name: 2024-13-45"), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"big\.yaml: unreadable value: month must be in 1\.\.12$"):
+        load_yaml(path)
+    path = tmp_path / "hw.json"
+    path.write_text('{"bandwidth": ' + "9" * 5000 + "}", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"hw\.json: a number has more than 4300 digits$"):
+        load_eplanner_json(path)

@@ -100,7 +100,15 @@ def load_yaml(path: str | Path) -> Arch:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ConfigError(f"{path}: malformed YAML{where}: {getattr(err, 'problem', err)}") from None
+    except ValueError as err:  # a value YAML's resolver matched but cannot build: a huge integer, 2024-13-45
+        raise ConfigError(_unreadable(path, err)) from None
     return from_dict(data, str(path))
+
+
+def _unreadable(path: Path, err: ValueError) -> str:
+    if "integer string conversion" in str(err):  # Python reads integers of at most 4300 digits
+        return f"{path}: a number has more than 4300 digits"
+    return f"{path}: unreadable value: {err}"
 
 
 _EPLANNER_DIMS = {"IC": "C", "OC": "K", "OH": "P", "OW": "Q", "KH": "R", "KW": "S", "B": "N"}
@@ -121,6 +129,8 @@ def load_eplanner_json(path: str | Path, *, precision_bytes: int = 4, name: str 
         raise ConfigError(f"{path}: malformed JSON at line {err.lineno}: {err.msg}") from None
     except RecursionError:
         raise ConfigError(f"{path}: nested too deeply to be an e-PlaNNer hardware file") from None
+    except ValueError as err:
+        raise ConfigError(_unreadable(path, err)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object with bandwidth, frequency, mem_size, pe_len and "
                           f"pe_mapping, got {type(data).__name__}")
