@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer
 
 from tileplan import api
 from tileplan.arch import load as load_arch
@@ -55,7 +56,8 @@ def _fresh(args: list[str], probe: str = _PROBE) -> tuple[int, set[str], str]:
 
 @functools.cache
 def _fresh_once(args: tuple[str, ...], probe: str) -> tuple[int, set[str], str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)  # (e.g. another typer)
+    env = {**os.environ, "PYTHONPATH": path, "COLUMNS": "120"}
     done = subprocess.run([sys.executable, "-c", probe.replace("ARGS", repr(list(args)))], capture_output=True,
                           text=True, cwd=ROOT, env=env, timeout=120)
     last = done.stdout.strip().splitlines()[-1]
@@ -92,8 +94,37 @@ def test_quick_commands_import_nothing_heavy(args: list[str]) -> None:
     assert code == 0, output
     assert output.strip()  # it did answer (help text, preset or network list)
     assert not [m for m in HEAVY if m in modules]
-    if "--help" in args:  # (a subcommand's help parses the group's options first: typer's pydantic coercion)
-        assert not [m for m in HELP_SPARES if m in modules and (args == ["--help"] or m != "pydantic")]
+    if "--help" in args:  # (a subcommand's help parses the group's options first: typer 0.29's pydantic coercion)
+        assert not [m for m in HELP_SPARES if m in modules
+                    and (args == ["--help"] or m != "pydantic" or not TYPER_USES_PYDANTIC)]
+
+
+#: typer 0.29 coerces every argument through pydantic (~0.2 s of imports per command): pyproject pins
+#: typer below 0.29, and tileplan's own schemas are hand-checked dataclasses (``arch.fields``).
+TYPER_USES_PYDANTIC = tuple(int(x) for x in typer.__version__.split(".")[:2]) >= (0, 29)
+
+_API_PROBE = """
+import json, sys
+from tileplan import api
+from tileplan.experiments.common import Reference
+plan = api.plan("lenet5", api.load_arch("nmp", ["dram.burst_bytes=32"]))
+Reference.load("ye")
+print(json.dumps({"code": 0 if plan.layers else 1, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_planning_imports_no_pydantic() -> None:
+    """Loading a machine (with an override), planning and reading a paper's reference data import no
+    schema library; through the command line neither, unless the installed typer is 0.29 or later."""
+    code, modules, output = _fresh([], _API_PROBE)
+    assert code == 0, output
+    assert "tileplan.arch.spec" in modules and "tileplan.arch.overrides" in modules
+    assert not [m for m in modules if m.partition(".")[0] == "pydantic"]
+    if TYPER_USES_PYDANTIC:
+        pytest.skip(f"the installed typer {typer.__version__} parses arguments through pydantic (pyproject: <0.29)")
+    code, modules, output = _fresh(["plan", "lenet5", "--arch", "nmp", "--set", "dram.burst_bytes=32"])
+    assert code == 0 and "lenet5" in output, output
+    assert "tileplan.arch.spec" in modules and not [m for m in modules if m.partition(".")[0] == "pydantic"]
 
 
 @pytest.mark.parametrize("args", [["arch", "list"], ["zoo", "list"]])
@@ -204,7 +235,8 @@ def test_console_script_ends_without_the_interpreter_teardown(args: list[str], t
     """The console script ends the process after the exit handlers (``entry.leave``), without the
     interpreter's teardown (no leftover object's ``__del__`` runs: 0.15-0.2 CPU-s after a plan); with
     another thread running it exits the usual way. Output, exit code and exit handlers: the same."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)  # (e.g. another typer)
+    env = {**os.environ, "PYTHONPATH": path, "COLUMNS": "120"}
     runs = []
     for thread in (False, True):
         folder = tmp_path / f"made-{thread}"

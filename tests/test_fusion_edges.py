@@ -102,8 +102,8 @@ def test_a_streamed_piece_loaded_in_an_empty_step_is_not_held_twice() -> None:
     cols reuse buffers (7 - 5) * 2 * 4 + (7 - 3) * 2 * 4 = 48 B, one psum tile 2 B, weights 180 B."""
     layers = shrink("resnet18", ["res2a_conv1", "res2a_conv2"], 7, 16)
     assert [(x.c_in, x.h, x.w, x.k_out, x.r, x.s) for x in layers] == [(4, 7, 7, 4, 3, 3)] * 2
-    arch = api.load_arch("eyeriss").model_copy(update={"double_buffering": False})
-    big = arch.model_copy(update={"memories": [m.model_copy(update={"size_bytes": 1 << 24}) for m in arch.memories]})
+    arch = replace(api.load_arch("eyeriss"), double_buffering=False)
+    big = replace(arch, memories=[replace(m, size_bytes=1 << 24) for m in arch.memories])
     mapping = FusedMapping(1, 1, 2, 1, Overlap.REUSE, Direction.COLS, (False, True), (4,), (ONES, ONES), False)
     v = verify_fused(FusedGroup(tuple(layers)), big, mapping)
     _exact(v)
@@ -164,8 +164,8 @@ def _random_mappings(group: FusedGroup, rng: np.random.Generator, count: int) ->
 
 def _check_space(groups: list[FusedGroup], per_group: int, seed: int) -> int:
     rng = np.random.default_rng(seed)
-    arch = api.load_arch("eyeriss").model_copy(update={"double_buffering": False})
-    big = arch.model_copy(update={"memories": [m.model_copy(update={"size_bytes": 1 << 24}) for m in arch.memories]})
+    arch = replace(api.load_arch("eyeriss"), double_buffering=False)
+    big = replace(arch, memories=[replace(m, size_bytes=1 << 24) for m in arch.memories])
     checked = 0
     for group in groups:
         for mapping in _random_mappings(group, rng, per_group):

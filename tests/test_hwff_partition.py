@@ -5,6 +5,7 @@ partitioned fusion search (spatial never faster than temporal, DRAM traffic part
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 
 import pytest
 
@@ -104,7 +105,7 @@ def test_register_file_split():
     assert rf_split(arch, wide, 2) == (192, 12, 16)
     four = temporal_partition(arch, _layers(VGG, ("conv2_2", "pool2", "conv3_1", "conv3_2")))
     assert four.shares[0].rf_bytes == (96, 6, 9)
-    tiny = arch.model_copy(update={"register_file": arch.register_file.model_copy(update={"inputs_bytes": 4})})
+    tiny = replace(arch, register_file=replace(arch.register_file, inputs_bytes=4))
     assert temporal_partition(tiny, _layers(VGG, ("conv1_1", "conv1_2"))) is None  # 2 B < a 3-pixel row
 
 

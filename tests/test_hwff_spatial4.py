@@ -6,6 +6,7 @@ on their own sub-arrays."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import product
 
 import numpy as np
@@ -67,8 +68,7 @@ def test_four_layer_spatial_fusion_executes_as_the_model_counts() -> None:
     hwff3 = api.load_arch("hwff3")  # 32 x 32 PEs, the paper's spatial scaling config
     # Room for the resident weights and the largest input map: the tiles stay smaller than the maps.
     size = sum(x.elements(Operand.WEIGHT) for x in layers) + max(x.elements(Operand.INPUT) for x in layers)
-    arch = hwff3.model_copy(update={"memories": tuple(m.model_copy(update={"size_bytes": size})
-                                                      for m in hwff3.memories)})
+    arch = replace(hwff3, memories=tuple(replace(m, size_bytes=size) for m in hwff3.memories))
     result = search_partitioned(group, arch, "latency", FusionKind.SPATIAL)
     assert result is not None and len(result.partition["shares"]) == 4
     m = result.mapping

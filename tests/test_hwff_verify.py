@@ -6,6 +6,8 @@ DRAM traffic."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from test_fusion_program import shrink
 
@@ -30,8 +32,7 @@ def test_hwff_groups_execute_and_match_the_model(names, objective):
     # Room for the resident weights and half the largest map: the tiles must be smaller than the maps.
     size = sum(x.elements(Operand.WEIGHT) for x in group.layers) + \
         max(x.elements(Operand.INPUT) for x in group.layers) // 2
-    arch = hwff1.model_copy(update={"memories": tuple(m.model_copy(update={"size_bytes": size})
-                                                      for m in hwff1.memories)})
+    arch = replace(hwff1, memories=tuple(replace(m, size_bytes=size) for m in hwff1.memories))
     result = search_hwff(group, arch, Objective(objective))
     assert result is not None and result.partition is not None
     m = result.mapping

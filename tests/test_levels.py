@@ -4,6 +4,8 @@ spatial fan-out and remainder tiles; the two-level mapping is its special case, 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from helpers import toy_arch
 from hypothesis import strategies as st
@@ -24,7 +26,7 @@ RF = {"weights_bytes": 1 << 16, "inputs_bytes": 1 << 16, "psums_bytes": 1 << 16,
 
 def _arch(**kw):
     arch = toy_arch(**kw)
-    return arch.model_copy(update={"register_file": arch.register_file.model_copy(update=RF)})
+    return replace(arch, register_file=replace(arch.register_file, **RF))
 
 
 @st.composite
@@ -125,7 +127,7 @@ def test_fanout_beyond_the_array_or_l1_is_infeasible():
     assert oc.compute_cycles[0] == 6 * 2 * (6 * 3 * 3 * 4)
     # weights: each PE's 2 filters are loaded once (K steps outside P? order N G K C P Q R S: yes)
     assert oc.parent_reads[0, 1] == 8 * 4 * 9
-    small = arch.model_copy(update={"register_file": arch.register_file.model_copy(update={"inputs_bytes": 8})})
+    small = replace(arch, register_file=replace(arch.register_file, inputs_bytes=8))
     assert not evaluate_levels(Problem(layer, small), MappingBatch.from_mappings([ok]),
                                LevelBatch.from_mappings([ok]))[0].feasible[0]
 

@@ -82,8 +82,8 @@ def test_slope_order_puts_the_most_negative_slope_innermost() -> None:
 def _tiny() -> tuple[Problem, Problem]:
     layer = Layer.conv("tiny", c_in=2, h=5, w=5, k_out=4, r=3, s=3, pad=0)
     arch = _arch(axes=[{"name": "pe", "size": 8, "dims": ["K"]}], unified=2048, double_buffering=True)
-    small_rf = arch.register_file.model_copy(update={"weights_bytes": 64, "inputs_bytes": 64, "psums_bytes": 64})
-    return Problem(layer, arch), Problem(layer, arch.model_copy(update={"register_file": small_rf}))
+    small_rf = replace(arch.register_file, weights_bytes=64, inputs_bytes=64, psums_bytes=64)
+    return Problem(layer, arch), Problem(layer, replace(arch, register_file=small_rf))
 
 
 @pytest.mark.parametrize(("objective", "which"), [(Objective.LATENCY, 0), (Objective.ENERGY, 1)])
@@ -179,8 +179,7 @@ def _small_joint_case(draw: st.DrawFn) -> tuple[Problem, Objective]:
                  unified=draw(st.sampled_from([256, 1024, 4096])), double_buffering=draw(st.booleans()),
                  overlap=draw(st.booleans()))
     rf = draw(st.sampled_from([16, 64, 256]))
-    arch = arch.model_copy(update={"register_file": arch.register_file.model_copy(
-        update={"weights_bytes": rf, "inputs_bytes": rf, "psums_bytes": rf})})
+    arch = replace(arch, register_file=replace(arch.register_file, weights_bytes=rf, inputs_bytes=rf, psums_bytes=rf))
     return Problem(layer, arch), draw(st.sampled_from([Objective.LATENCY, Objective.ENERGY, Objective.EDP]))
 
 

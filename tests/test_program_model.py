@@ -5,6 +5,8 @@ and for real layer shapes, reduced in spatial size, on the nmp and eyeriss prese
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from fixtures.program_cases import layers, mappings
@@ -82,7 +84,7 @@ def test_multicast_shares_input_loads_across_the_cores_of_a_cluster() -> None:
     mapping = Mapping(tiles=(1, 1, 2, 8, 4, 8, 3, 3), order=order,
                       core_split=(1, 1, 8, 1, 1, 1, 1, 1))  # 8 cores of one cluster, 2 channels each
     shared = _check(layer, NMP, mapping)
-    alone = _check(layer, NMP.model_copy(update={"cores": NMP.cores.model_copy(update={"multicast": False})}),
+    alone = _check(layer, replace(NMP, cores=replace(NMP.cores, multicast=False)),
                    mapping)
     # one input group of all 8 cores loads two tiles, rows 0-4 and 3-7 (halo), 8 channels x 8 columns
     # x 2 bytes each: 1280 B; without multicast every core loads them

@@ -3,6 +3,8 @@ the same visit order, pruning and plans)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from helpers import toy_arch
@@ -294,8 +296,7 @@ def test_split_bounds_of_a_table_equal_the_scalar_ones(problem: Problem, prec: i
     and the same pruning, on random layers, machines and objectives, with and without burst latency."""
     from tileplan.search.objective import Objective
 
-    arch = problem.arch.model_copy(update={"dram": problem.arch.dram.model_copy(
-        update={"burst_latency_ns": float(latency)})})
+    arch = replace(problem.arch, dram=replace(problem.arch.dram, burst_latency_ns=float(latency)))
     layer = problem.layer.with_precision(Precision.uniform(prec))
     _same_bounds(Problem(layer, arch), list(Objective))
 

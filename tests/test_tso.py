@@ -4,6 +4,7 @@ forms (Eq. 3-5, 7-8) against the model on its own space."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import product
 from math import ceil
 
@@ -59,7 +60,7 @@ def test_nmp_partitions_follow_alg2() -> None:
     assert got == {(Partition.KS, vec(K=4), vec(K=8)), (Partition.KS_OFM, vec(K=2, P=2), vec(K=8)),
                    (Partition.OFM, vec(P=4), vec(K=8))}
     # Eight clusters: KS&OFM takes every factorisation with both factors > 1.
-    eight = NMP.model_copy(update={"cores": NMP.cores.model_copy(update={"clusters": 8})})
+    eight = replace(NMP, cores=replace(NMP.cores, clusters=8))
     grids = {s.cluster_split for s in slicings(Problem(layer, eight)) if s.partition is Partition.KS_OFM}
     assert grids == {vec(K=2, P=4), vec(K=4, P=2)}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -96,8 +97,8 @@ def test_resnext_programs_count_what_the_model_predicts(names: list[str], hw: in
     bit-exact, its counted DRAM bytes, bursts and MACs equal the model, within the model's footprint."""
     group = resnext(names, hw, groups=4)
     last = group.last
-    arch = api.load_arch("eyeriss").model_copy(update={"double_buffering": False})
-    big = arch.model_copy(update={"memories": [m.model_copy(update={"size_bytes": 1 << 24}) for m in arch.memories]})
+    arch = replace(api.load_arch("eyeriss"), double_buffering=False)
+    big = replace(arch, memories=[replace(m, size_bytes=1 << 24) for m in arch.memories])
     nl = len(group)
     full = tuple(x.k_out for x in group.layers[:-1])
     chunks = map_chunks(group, 0)

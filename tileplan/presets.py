@@ -1,6 +1,6 @@
 """The shipped accelerator presets (``tileplan/arch/presets/*.yaml``) by name, read without validating
-them: ``tileplan arch list`` answers without importing ``tileplan.arch`` (the schema's pydantic models
-and the YAML loader, 0.2 s). ``tileplan.arch.load`` validates a preset when it is used.
+them: ``tileplan arch list`` answers without importing ``tileplan.arch`` (the schema and the YAML
+loader). ``tileplan.arch.load`` validates a preset when it is used.
 
 A preset's ``description`` is its one top-level line ``description: "..."`` (a JSON-compatible
 double-quoted YAML string, or a plain one); tests/test_cli_startup.py checks that this light

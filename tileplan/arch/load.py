@@ -1,7 +1,7 @@
 """Load accelerator descriptions: YAML files, built-in presets, and e-PlaNNer's JSON format.
 
 YAML is read with duplicate keys rejected (a silently kept second ``memories:`` is a classic bug),
-then validated by the pydantic schema; every problem is reported at once with its path.
+then checked field by field (``arch.fields``); every problem is reported at once with its path.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
 
+from tileplan.arch.fields import Issue, build, path_text
 from tileplan.arch.spec import Arch
-from tileplan.errors import ConfigError, TileplanError
+from tileplan.errors import ConfigError, TileplanError, printable
 from tileplan.files import read_text_input
 from tileplan.presets import preset_names, preset_path
 
@@ -42,16 +42,15 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _format_errors(source: str, err: ValidationError) -> str:
+def _format_errors(source: str, issues: list[Issue]) -> str:
     lines = []
-    for e in err.errors():
-        path = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
+    for issue in issues:
+        msg = issue.message
+        if issue.kind == "unknown":
             msg = "unknown field (check the spelling; see `tileplan arch show nmp` for an example)"
-        elif e["type"] == "missing":
+        elif issue.kind == "missing":
             msg = "required field is missing"
-        lines.append(f"{source}: {path}: {msg}")
+        lines.append(f"{source}: {printable(path_text(issue.loc))}: {msg}")
     if len(lines) > _MAX_ERRORS:  # a generated or hostile file: the first few say what is wrong
         lines[_MAX_ERRORS:] = [f"{source}: and {len(lines) - _MAX_ERRORS} more problems"]
     return "\n".join(lines)
@@ -77,10 +76,11 @@ def from_dict(data: Any, source: str = "<dict>") -> Arch:
     """Validate a parsed description; ``source`` names it in error messages."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of fields at the top level, got {type(data).__name__}")
-    try:
-        return Arch.model_validate(data)
-    except ValidationError as err:
-        raise ConfigError(_format_errors(source, err)) from None
+    issues: list[Issue] = []
+    arch = build(Arch, data, (), issues)
+    if issues:
+        raise ConfigError(_format_errors(source, issues))
+    return arch
 
 
 def load_yaml(path: str | Path) -> Arch:
@@ -100,7 +100,15 @@ def load_yaml(path: str | Path) -> Arch:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ConfigError(f"{path}: malformed YAML{where}: {getattr(err, 'problem', err)}") from None
+    except ValueError as err:  # a value YAML's resolver matched but cannot build: a huge integer, 2024-13-45
+        raise ConfigError(_unreadable(path, err)) from None
     return from_dict(data, str(path))
+
+
+def _unreadable(path: Path, err: ValueError) -> str:
+    if "integer string conversion" in str(err):  # Python reads integers of at most 4300 digits
+        return f"{path}: a number has more than 4300 digits"
+    return f"{path}: unreadable value: {err}"
 
 
 _EPLANNER_DIMS = {"IC": "C", "OC": "K", "OH": "P", "OW": "Q", "KH": "R", "KW": "S", "B": "N"}
@@ -121,6 +129,8 @@ def load_eplanner_json(path: str | Path, *, precision_bytes: int = 4, name: str 
         raise ConfigError(f"{path}: malformed JSON at line {err.lineno}: {err.msg}") from None
     except RecursionError:
         raise ConfigError(f"{path}: nested too deeply to be an e-PlaNNer hardware file") from None
+    except ValueError as err:
+        raise ConfigError(_unreadable(path, err)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object with bandwidth, frequency, mem_size, pe_len and "
                           f"pe_mapping, got {type(data).__name__}")

@@ -127,7 +127,7 @@ def apply_overrides(arch: Arch, overrides: Sequence[str | Override]) -> Arch:
     """
     if not overrides:
         return arch
-    data = arch.model_dump(mode="json")
+    data = arch.to_dict()
     parsed = [o if isinstance(o, Override) else parse_override(o) for o in overrides]
     for o in parsed:
         _set(data, o)

@@ -1,135 +1,99 @@
-"""Accelerator description: a validated, frozen pydantic model (loaded from YAML by ``arch.load``).
+"""Accelerator description: frozen dataclasses, checked field by field when loaded (``arch.load``).
 
 Units are in the field names: bytes, bytes/s, Hz, ns, pJ. Derived per-cycle quantities are
 properties (``dram_bytes_per_cycle``, ``burst_latency_cycles``) so the cost model works in cycles.
+Each field's check (type, sane range) sits in its metadata (``arch.fields``); ``from_dict`` checks a
+parsed file, ``dataclasses.replace`` makes variants without checking (a list becomes a tuple).
 """
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, field_validator, model_validator
-
+from tileplan.arch.fields import Record, boolean, choice, mapping, nested, optional, real, rule, sequence, text, whole
 from tileplan.dims import Dim, Operand
 from tileplan.errors import printable
-
-
-def _num(value: float) -> str:
-    return str(int(value)) if math.isfinite(value) and float(value).is_integer() and abs(value) < 1e9 else f"{value:g}"
-
-
-def _not_bool(value: object) -> object:
-    """``true`` is not the number 1: a yes/no where a number belongs is an error, not a coercion."""
-    if isinstance(value, bool):
-        raise ValueError(f"must be a number, got {str(value).lower()}")
-    return value
-
-
-def _integral(value: object) -> object:
-    """YAML reads ``1e6`` as a string and ``1.0e6`` as a float: let both be integers when they are."""
-    _not_bool(value)
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-def _within(lo: float, hi: float, text: str) -> AfterValidator:
-    """A validator keeping a number finite and inside the sane range [lo, hi] (``text`` states it)."""
-
-    def check(value: float) -> float:
-        if not math.isfinite(value) or not lo <= value <= hi:
-            raise ValueError(f"must be between {text}, got {_num(value)}")
-        return value
-
-    return AfterValidator(check)
-
 
 # Sane ranges: generous for any real machine, tight enough that a typo (a missing "e9", an extra
 # zero) is caught here instead of printing 300-digit numbers, a false "no mapping fits" or running
 # out of memory in the search.
-Hz = Annotated[float, BeforeValidator(_not_bool), _within(1e3, 1e11, "1e3 and 1e11 Hz (1 kHz to 100 GHz)")]
-BytesPerS = Annotated[float, BeforeValidator(_not_bool), _within(1e3, 1e15, "1e3 and 1e15 bytes/s (1 kB/s to 1 PB/s)")]
-Picojoules = Annotated[float, BeforeValidator(_not_bool), _within(0, 1e6, "0 and 1e6 pJ")]
-Nanoseconds = Annotated[float, BeforeValidator(_not_bool), _within(0, 1e6, "0 and 1e6 ns (1 ms)")]
-MemoryBytes = Annotated[int, BeforeValidator(_integral), _within(1, 2**40, "1 and 2**40 bytes (1 TiB)")]
-BurstBytes = Annotated[int, BeforeValidator(_integral), _within(1, 2**20, "1 and 2**20 bytes (1 MiB)")]
-RegisterBytes = Annotated[int, BeforeValidator(_integral), _within(0, 2**30, "0 and 2**30 bytes (1 GiB)")]
-Lanes = Annotated[int, BeforeValidator(_integral), _within(1, 65536, "1 and 65536 PEs per axis")]
-CoreCount = Annotated[int, BeforeValidator(_integral), _within(1, 1024, "1 and 1024")]
-Small = Annotated[int, BeforeValidator(_integral), _within(1, 1024, "1 and 1024")]
-Precision = Annotated[int, BeforeValidator(_integral), _within(1, 8, "1 and 8 bytes per element")]
+_bytes_per_s = real(1e3, 1e15, "1e3 and 1e15 bytes/s (1 kB/s to 1 PB/s)")
+HZ = rule(real(1e3, 1e11, "1e3 and 1e11 Hz (1 kHz to 100 GHz)"))
+BYTES_PER_S = rule(_bytes_per_s)
+PICOJOULES = rule(real(0, 1e6, "0 and 1e6 pJ"))
+NANOSECONDS = rule(real(0, 1e6, "0 and 1e6 ns (1 ms)"))
+MEMORY_BYTES = rule(whole(1, 2**40, "1 and 2**40 bytes (1 TiB)"))
+BURST_BYTES = rule(whole(1, 2**20, "1 and 2**20 bytes (1 MiB)"))
+REGISTER_BYTES = rule(whole(0, 2**30, "0 and 2**30 bytes (1 GiB)"))
+_lanes = whole(1, 65536, "1 and 65536 PEs per axis")
+_precision = whole(1, 8, "1 and 8 bytes per element")
+CORE_COUNT = rule(whole(1, 1024, "1 and 1024"))
+SMALL = rule(whole(1, 1024, "1 and 1024"))
+PRECISION = rule(_precision)
+PSUM_BYTES = rule(whole(0, 8, "0 (the data width) and 8 bytes per element"))
 #: A name or description read from a file: control characters escaped (see ``errors.printable``).
-Name = Annotated[str, AfterValidator(printable)]
-PsumBytes = Annotated[int, BeforeValidator(_integral), _within(0, 8, "0 (the data width) and 8 bytes per element")]
+NAME = rule(text(printable))
+FLAG = rule(boolean)
 MAX_CORES = 1024
 MAX_PES_PER_CORE = 1 << 20
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Dram(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class Dram(Record):
     """Off-chip memory. Time to move a transfer = bytes / bandwidth + bursts * burst latency."""
 
-    bandwidth_bytes_per_s: BytesPerS
-    burst_bytes: BurstBytes = 64
-    burst_latency_ns: Nanoseconds = 0.0
-    energy_pj_per_byte: Picojoules = 0.0
+    bandwidth_bytes_per_s: float = field(metadata=BYTES_PER_S)
+    burst_bytes: int = field(default=64, metadata=BURST_BYTES)
+    burst_latency_ns: float = field(default=0.0, metadata=NANOSECONDS)
+    energy_pj_per_byte: float = field(default=0.0, metadata=PICOJOULES)
 
 
-class Memory(_Frozen):
+def _operands(value: tuple[str, ...]) -> tuple[str, ...]:
+    if not value:
+        raise ValueError("a memory must hold at least one operand (input, weight, output)")
+    return tuple(Operand.parse(v).label for v in value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Memory(Record):
     """An on-chip buffer holding the tiles of ``operands`` (one operand: dedicated; several: shared)."""
 
-    name: Name
-    operands: tuple[str, ...]
-    size_bytes: MemoryBytes
-    energy_pj_per_byte: Picojoules = 0.0
-    bandwidth_bytes_per_cycle: Annotated[float, _within(1e-3, 1e9, "1e-3 and 1e9 bytes/cycle")] | None = None
-
-    @field_validator("operands")
-    @classmethod
-    def _known_operands(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value:
-            raise ValueError("a memory must hold at least one operand (input, weight, output)")
-        return tuple(Operand.parse(v).label for v in value)
+    name: str = field(metadata=NAME)
+    operands: tuple[str, ...] = field(metadata=rule(sequence(text(), _operands)))
+    size_bytes: int = field(metadata=MEMORY_BYTES)
+    energy_pj_per_byte: float = field(default=0.0, metadata=PICOJOULES)
+    bandwidth_bytes_per_cycle: float | None = field(
+        default=None, metadata=rule(optional(real(1e-3, 1e9, "1e-3 and 1e9 bytes/cycle"))))
 
     @property
     def operand_ids(self) -> tuple[Operand, ...]:
         return tuple(Operand.parse(v) for v in self.operands)
 
 
-class Cores(_Frozen):
+def _split_dims(value: tuple[str, ...]) -> tuple[str, ...]:
+    dims = tuple(Dim.parse(v).name for v in value)
+    bad = [d for d in dims if Dim[d] in (Dim.C, Dim.R, Dim.S)]
+    if bad:
+        raise ValueError(f"cores cannot split reduction dimensions {bad}: partial sums would need a "
+                         f"cross-core reduction tileplan does not model")
+    return dims
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cores(Record):
     """Cores grouped in clusters; a multicast load fills every core of one cluster at once."""
 
-    clusters: CoreCount = 1
-    cores_per_cluster: CoreCount = 1
-    multicast: bool = True
-    split_dims: tuple[str, ...] = ("N", "G", "K", "P", "Q")
+    clusters: int = field(default=1, metadata=CORE_COUNT)
+    cores_per_cluster: int = field(default=1, metadata=CORE_COUNT)
+    multicast: bool = field(default=True, metadata=FLAG)
+    split_dims: tuple[str, ...] = field(default=("N", "G", "K", "P", "Q"),
+                                        metadata=rule(sequence(text(), _split_dims)))
 
-    @field_validator("split_dims")
-    @classmethod
-    def _dims(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        dims = tuple(Dim.parse(v).name for v in value)
-        bad = [d for d in dims if Dim[d] in (Dim.C, Dim.R, Dim.S)]
-        if bad:
-            raise ValueError(f"cores cannot split reduction dimensions {bad}: partial sums would need a "
-                             f"cross-core reduction tileplan does not model")
-        return dims
-
-    @model_validator(mode="after")
-    def _not_too_many(self) -> Cores:
+    def _validate(self) -> None:
         if self.clusters * self.cores_per_cluster > MAX_CORES:
             raise ValueError(f"{self.clusters} clusters x {self.cores_per_cluster} cores is "
                              f"{self.clusters * self.cores_per_cluster} cores; at most {MAX_CORES} are supported")
-        return self
 
     @property
     def total(self) -> int:
@@ -141,32 +105,31 @@ class AxisMode(StrEnum):
     FLATTENED = "flattened"  # the dims form one vector; steps = ceil(prod t_d / size)
 
 
-class Axis(_Frozen):
+def _axis_dims(value: tuple[str, ...]) -> tuple[str, ...]:
+    if not value:
+        raise ValueError("an axis must list the dimensions it may unroll")
+    return tuple(Dim.parse(v).name for v in value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Axis(Record):
     """One spatial axis of a core's PE array.
 
     ``size`` may depend on the input precision (``size_by_precision``: bytes -> lanes), as in a
     128-bit datapath doing 16 8-bit or 8 16-bit MACs per cycle.
     """
 
-    name: Name
-    size: Lanes | None = None
-    size_by_precision: dict[Precision, Lanes] | None = None
-    dims: tuple[str, ...]
-    mode: AxisMode = AxisMode.UNROLLED
-    max_dims: Annotated[int, BeforeValidator(_integral), _within(1, 8, "1 and 8 dimensions")] = 1
+    name: str = field(metadata=NAME)
+    size: int | None = field(default=None, metadata=rule(optional(_lanes)))
+    size_by_precision: dict[int, int] | None = field(default=None,
+                                                     metadata=rule(optional(mapping(_precision, _lanes))))
+    dims: tuple[str, ...] = field(metadata=rule(sequence(text(), _axis_dims)))
+    mode: AxisMode = field(default=AxisMode.UNROLLED, metadata=rule(choice(AxisMode)))
+    max_dims: int = field(default=1, metadata=rule(whole(1, 8, "1 and 8 dimensions")))
 
-    @field_validator("dims")
-    @classmethod
-    def _dims(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value:
-            raise ValueError("an axis must list the dimensions it may unroll")
-        return tuple(Dim.parse(v).name for v in value)
-
-    @model_validator(mode="after")
-    def _one_size(self) -> Axis:
+    def _validate(self) -> None:
         if (self.size is None) == (self.size_by_precision is None):
             raise ValueError("give exactly one of size or size_by_precision")
-        return self
 
     def lanes(self, precision_bytes: int) -> int:
         """Axis length for data ``precision_bytes`` wide."""
@@ -183,66 +146,68 @@ class Axis(_Frozen):
         return tuple(Dim[d] for d in self.dims)
 
 
-class PEArray(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class PEArray(Record):
     """The PEs of one core: axes (rows, columns, vector lanes) that unroll loop dimensions."""
 
-    axes: tuple[Axis, ...] = ()
-    macs_per_pe_per_cycle: Small = 1
+    axes: tuple[Axis, ...] = field(default=(), metadata=rule(sequence(nested(Axis))))
+    macs_per_pe_per_cycle: int = field(default=1, metadata=SMALL)
 
-    @model_validator(mode="after")
-    def _not_too_many(self) -> PEArray:
+    def _validate(self) -> None:
         pes = 1
         for axis in self.axes:
             pes *= axis.size if axis.size is not None else max((axis.size_by_precision or {1: 1}).values())
         if pes > MAX_PES_PER_CORE:
             raise ValueError(f"the axes make {pes} PEs per core; at most {MAX_PES_PER_CORE} are supported")
-        return self
 
 
-class RegisterFile(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class RegisterFile(Record):
     """Per-PE register file split by operand (bytes)."""
 
-    weights_bytes: RegisterBytes = 0
-    inputs_bytes: RegisterBytes = 0
-    psums_bytes: RegisterBytes = 0
-    energy_pj_per_access: Picojoules = 0.0
+    weights_bytes: int = field(default=0, metadata=REGISTER_BYTES)
+    inputs_bytes: int = field(default=0, metadata=REGISTER_BYTES)
+    psums_bytes: int = field(default=0, metadata=REGISTER_BYTES)
+    energy_pj_per_access: float = field(default=0.0, metadata=PICOJOULES)
 
 
-class Noc(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class Noc(Record):
     """The network between the on-chip buffer(s) and the PE array."""
 
-    bandwidth_bytes_per_s: BytesPerS | None = None
-    energy_pj_per_byte: Picojoules = 0.0
+    bandwidth_bytes_per_s: float | None = field(default=None, metadata=rule(optional(_bytes_per_s)))
+    energy_pj_per_byte: float = field(default=0.0, metadata=PICOJOULES)
 
 
-class Energy(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class Energy(Record):
     """Energy per multiply-accumulate (pJ); memory energies live with their memories."""
 
-    mac_pj: Picojoules = 0.0
+    mac_pj: float = field(default=0.0, metadata=PICOJOULES)
 
 
-class Arch(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class Arch(Record):
     """A whole accelerator: clock, DRAM, on-chip memories, cores, PE array, register file, NoC."""
 
-    name: Name
-    description: Name = ""
-    clock_hz: Hz
-    precision_bytes: Precision = 1
+    name: str = field(metadata=NAME)
+    description: str = field(default="", metadata=NAME)
+    clock_hz: float = field(metadata=HZ)
+    precision_bytes: int = field(default=1, metadata=PRECISION)
     #: Bytes per partial sum (the accumulator width: what a spilled partial sum moves to and from
     #: DRAM and holds on chip); 0: as wide as the data (``precision_bytes``).
-    psum_bytes: PsumBytes = 0
-    overlap: bool = False
-    double_buffering: bool = False
-    dram: Dram
-    memories: tuple[Memory, ...]
-    cores: Cores = Cores()
-    pe_array: PEArray = PEArray()
-    register_file: RegisterFile = RegisterFile()
-    noc: Noc = Noc()
-    energy: Energy = Energy()
+    psum_bytes: int = field(default=0, metadata=PSUM_BYTES)
+    overlap: bool = field(default=False, metadata=FLAG)
+    double_buffering: bool = field(default=False, metadata=FLAG)
+    dram: Dram = field(metadata=rule(nested(Dram)))
+    memories: tuple[Memory, ...] = field(metadata=rule(sequence(nested(Memory))))
+    cores: Cores = field(default=Cores(), metadata=rule(nested(Cores)))
+    pe_array: PEArray = field(default=PEArray(), metadata=rule(nested(PEArray)))
+    register_file: RegisterFile = field(default=RegisterFile(), metadata=rule(nested(RegisterFile)))
+    noc: Noc = field(default=Noc(), metadata=rule(nested(Noc)))
+    energy: Energy = field(default=Energy(), metadata=rule(nested(Energy)))
 
-    @model_validator(mode="after")
-    def _consistent(self) -> Arch:
+    def _validate(self) -> None:
         held: dict[str, str] = {}
         for mem in self.memories:
             for op in mem.operands:
@@ -259,7 +224,6 @@ class Arch(_Frozen):
                     if d in seen:
                         raise ValueError(f"dimension {d} is on flattened axes {seen[d]!r} and {axis.name!r}")
                     seen[d] = axis.name
-        return self
 
     # ----------------------------------------------------------------- derived, in cycles
     @property

@@ -32,7 +32,7 @@ def arch_show(name: str = typer.Argument(..., help=ARCH_HELP),
         if yaml_out and sets:
             import yaml
 
-            out.print(yaml.safe_dump(a.model_dump(mode="json"), sort_keys=False), highlight=False, markup=False)
+            out.print(yaml.safe_dump(a.to_dict(), sort_keys=False), highlight=False, markup=False)
         elif yaml_out:
             source = preset_path(name) if name in preset_names() else Path(name)
             out.print(source.read_text(), highlight=False, markup=False)

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
 
+from tileplan.arch.fields import Issue, Record, build, mapping, nested, optional, path_text, real, rule, text
 from tileplan.errors import ConfigError, TileplanError
 from tileplan.files import csv_row
 from tileplan.report.files import write_text_atomic
@@ -49,23 +49,25 @@ NOTE_DRIFT = 0.02
 Log = Callable[[str], None]
 
 
-class _RefValueModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class _RefEntry(Record):
+    """One value of a reference file as written (checked field by field, unknown fields refused)."""
 
-    value: float
-    unit: str = ""
-    source: str
-    note: str = ""
+    value: float = field(metadata=rule(real()))
+    unit: str = field(default="", metadata=rule(text()))
+    source: str = field(metadata=rule(text()))
+    note: str = field(default="", metadata=rule(text()))
     #: ``ours`` when ``note`` was written: the note explains that run's number and no other.
-    note_for: float | None = None
+    note_for: float | None = field(default=None, metadata=rule(optional(real())))
 
 
-class _ReferenceModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class _RefFile(Record):
+    """A reference file as written: the paper, its title and its values by key."""
 
-    paper: str
-    title: str
-    values: dict[str, _RefValueModel]
+    paper: str = field(metadata=rule(text()))
+    title: str = field(metadata=rule(text()))
+    values: dict[str, _RefEntry] = field(metadata=rule(mapping(text(), nested(_RefEntry))))
 
 
 @dataclass(frozen=True)
@@ -102,11 +104,11 @@ class Reference:
     @classmethod
     def from_dict(cls, name: str, data: Any) -> Reference:
         """Validate parsed YAML (unknown fields are errors naming their path)."""
-        try:
-            model = _ReferenceModel.model_validate(data)
-        except ValidationError as err:
-            where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in err.errors())
-            raise ConfigError(f"reference data {name!r}: {where}") from None
+        issues: list[Issue] = []
+        model = build(_RefFile, data, (), issues)
+        if issues:
+            where = "; ".join(f"{path_text(i.loc)}: {i.message}" for i in issues)
+            raise ConfigError(f"reference data {name!r}: {where}")
         values = {k: RefValue(k, v.value, v.unit, v.source, v.note, v.note_for) for k, v in model.values.items()}
         return cls(name, model.paper, model.title, values)
 

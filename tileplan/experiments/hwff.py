@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from tileplan import api
@@ -88,8 +89,7 @@ def run(*, quick: bool = False, jobs: int | None = None, log: Log = lambda _m: N
 def _fig12_13(res: ExperimentResult, ref: Reference, quick: bool) -> None:
     net = api.load_network("vgg16").with_precision(Precision.uniform(2))
     arch = api.load_arch("hwff1")
-    big = arch.model_copy(update={"memories": tuple(m.model_copy(update={"size_bytes": 1 << 30})
-                                                    for m in arch.memories)})
+    big = replace(arch, memories=tuple(replace(m, size_bytes=1 << 30) for m in arch.memories))
     rows: list[dict[str, Any]] = []
     for k in range(2, (4 if quick else FIG12_LAYERS) + 1):
         group = FusedGroup(tuple(net.layers[:k]))

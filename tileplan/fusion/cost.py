@@ -166,7 +166,7 @@ class GroupModel:
             raise ValueError(f"{len(archs)} shares for a group of {len(self.layers)} layers")
         other = copy.copy(self)
         other.problems = [Problem(layer, a) for layer, a in zip(self.layers, archs, strict=True)]
-        other._shares = [a.pe_array.model_dump_json() + a.register_file.model_dump_json() for a in archs]
+        other._shares = [repr(a.pe_array) + repr(a.register_file) for a in archs]
         return other
 
     def at_capacity(self, group: FusedGroup, arch: Arch) -> GroupModel:

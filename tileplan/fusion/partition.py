@@ -23,7 +23,7 @@ non-guillotine packing, the pinwheel, needs five); spatial groups have at most `
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
 from itertools import permutations, product
@@ -100,12 +100,11 @@ def array_sides(arch: Arch) -> Sides:
 
 def share_arch(arch: Arch, sides: Sides, rf_bytes: tuple[int, int, int]) -> Arch:
     """``arch`` with its PE-array axes resized to ``sides`` and its register file set to ``rf_bytes``."""
-    axes = tuple(axis.model_copy(update={"size": side, "size_by_precision": None})
+    axes = tuple(replace(axis, size=side, size_by_precision=None)
                  for axis, side in zip(arch.pe_array.axes, sides, strict=True))
-    rf = arch.register_file.model_copy(update=dict(zip(("weights_bytes", "inputs_bytes", "psums_bytes"),
-                                                       rf_bytes, strict=True)))
-    return arch.model_copy(update={"pe_array": arch.pe_array.model_copy(update={"axes": axes}),
-                                   "register_file": rf})
+    weights, inputs, psums = rf_bytes
+    rf = replace(arch.register_file, weights_bytes=weights, inputs_bytes=inputs, psums_bytes=psums)
+    return replace(arch, pe_array=replace(arch.pe_array, axes=axes), register_file=rf)
 
 
 def divisors(n: int) -> list[int]:

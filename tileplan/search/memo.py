@@ -13,7 +13,7 @@ order) build them once. A memoised search returns exactly what an unmemoised one
 (``tests/test_search_sizes.py``).
 
 Keys are strings of everything the pieces may read: the layer signature (shape and precision) and
-the accelerator's JSON with the memories' sizes (and its name and description) blanked. The first
+the accelerator's fields (``repr``) with the memories' sizes (and its name and description) blanked. The first
 element of a key names its kind; each kind holds at most ``LIMITS.get(kind, LIMIT)`` keys (least
 recently used out first). One process only.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from tileplan.arch.spec import Arch
@@ -39,7 +40,7 @@ _arch_keys: dict[int, tuple[Arch, str]] = {}
 
 
 def capacity_free_key(arch: Arch) -> str:
-    """``arch`` as JSON with its name, description and every memory's size blanked: two
+    """``arch``'s fields (its ``repr``) with its name, description and every memory's size blanked: two
     accelerators with the same key differ only in on-chip capacity (and name).
 
     >>> from tileplan.api import load_arch
@@ -51,9 +52,8 @@ def capacity_free_key(arch: Arch) -> str:
     held = _arch_keys.get(id(arch))
     if held is not None and held[0] is arch:
         return held[1]
-    blank = arch.model_copy(update={"name": "", "description": "", "memories": tuple(
-        m.model_copy(update={"size_bytes": 0}) for m in arch.memories)})
-    key = blank.model_dump_json()
+    blank = replace(arch, name="", description="", memories=tuple(replace(m, size_bytes=0) for m in arch.memories))
+    key = repr(blank)
     if len(_arch_keys) >= LIMIT:
         _arch_keys.clear()
     _arch_keys[id(arch)] = (arch, key)  # the arch is held, so its id is not reused while cached

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import StrEnum
 
 import numpy as np
@@ -97,7 +98,7 @@ class DramModel(StrEnum):
 def volume_problem(problem: Problem) -> Problem:
     """``problem`` on the same accelerator with the per-burst latency removed (TSO-noburst's view)."""
     arch = problem.arch
-    volume = arch.model_copy(update={"dram": arch.dram.model_copy(update={"burst_latency_ns": 0.0})})
+    volume = replace(arch, dram=replace(arch.dram, burst_latency_ns=0.0))
     return Problem(problem.layer, volume)
 
 

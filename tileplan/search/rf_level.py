@@ -28,6 +28,7 @@ from functools import cache
 
 import numpy as np
 
+from tileplan.arch.load import from_dict
 from tileplan.arch.spec import Arch
 from tileplan.cost.batch import CostBatch, MappingBatch
 from tileplan.cost.model import evaluate
@@ -79,7 +80,7 @@ def _bypass_arch(arch: Arch, ops: frozenset[Operand], precision_bytes: int) -> A
     for m in arch.memories:
         kept = [o for o in m.operands if Operand.parse(o) not in ops]
         if kept:
-            memories.append(m.model_dump() | {"operands": kept})
+            memories.append(m.to_dict() | {"operands": kept})
     pes = arch.total_pes(precision_bytes)
     caps = rf_bytes(arch)
     rf = arch.register_file
@@ -87,7 +88,7 @@ def _bypass_arch(arch: Arch, ops: frozenset[Operand], precision_bytes: int) -> A
         memories.append({"name": f"register files ({op.label})", "operands": [op.label],
                          "size_bytes": caps[op] * pes,
                          "energy_pj_per_byte": rf.energy_pj_per_access / precision_bytes})
-    return Arch.model_validate(arch.model_dump() | {"memories": memories})
+    return from_dict(arch.to_dict() | {"memories": memories}, f"{arch.name} with register files")
 
 
 #: Tables a ``Problem`` keeps that read only its layer, DRAM and core slices, never its memories (the
