@@ -30,7 +30,7 @@ from tileplan.search.hoist import NONE, WEIGHT_C, Hoist, reuse_orders
 from tileplan.search.objective import Objective
 from tileplan.search.row_dram import row_dram_bytes
 from tileplan.search.space import class_orders, spatial_options, split_options
-from tileplan.search.split_bounds import SplitBounds
+from tileplan.search.split_bounds_table import SplitBounds
 from tileplan.workload.layer import Precision
 
 EXHAUSTIVE = importlib.import_module("tileplan.search.exhaustive")

@@ -23,16 +23,14 @@ from tileplan.search.hoist import WEIGHT_C, reuse_orders
 from tileplan.search.objective import Objective
 from tileplan.search.space import class_orders, split_options
 from tileplan.search.split_bounds import (
-    SplitBounds,
-    burst_rates_table,
     input_line_cycles,
     longest_runs,
-    longest_runs_table,
     min_compute_cycles,
     split_lower_bound,
     split_run_bound,
     split_tight_bound,
 )
+from tileplan.search.split_bounds_table import SplitBounds, burst_rates_table, longest_runs_table
 from tileplan.workload.layer import Layer, Precision
 
 FLAT = [{"name": "v", "size": 4, "dims": ["P", "Q", "R", "S"], "mode": "flattened"}]
@@ -226,7 +224,7 @@ def test_burst_rate_bounds_change_no_choice(problem: Problem, objective: Objecti
     import importlib
 
     module = importlib.import_module("tileplan.search.exhaustive")
-    bounds = importlib.import_module("tileplan.search.split_bounds")
+    bounds = importlib.import_module("tileplan.search.split_bounds_table")  # SplitBounds.of reads the rates there
     from tileplan.errors import InfeasibleError
 
     try:
@@ -259,7 +257,7 @@ def test_row_bounds_below_every_mapping(problem: Problem) -> None:
     and ``SplitBounds.row_bounds`` at most every objective of every loop order, on every split."""
     from tileplan.cost.model import compute_cycles, split_tables
     from tileplan.search.space import spatial_options
-    from tileplan.search.split_bounds import row_compute_bound
+    from tileplan.search.split_bounds_table import row_compute_bound
 
     splits = split_options(problem)
     table = SplitTable.of(problem, splits)
@@ -294,7 +292,7 @@ def test_row_pruning_changes_no_choice(problem: Problem, objective: Objective, c
 
     module = importlib.import_module("tileplan.search.exhaustive")
     chunks = importlib.import_module("tileplan.search.chunk_search")  # reads the first wave's size
-    bounds = importlib.import_module("tileplan.search.split_bounds")
+    bounds = importlib.import_module("tileplan.search.split_bounds_table")
     from tileplan.errors import InfeasibleError
 
     first = chunks.FIRST_WAVE_MIN

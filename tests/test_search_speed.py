@@ -258,16 +258,18 @@ def _same_bounds(problem: Problem, objectives: list) -> None:
     """Every split bound of the table form equals the scalar one bit for bit."""
     from tileplan.cost.problem import SplitTable
     from tileplan.search.split_bounds import (
-        SplitBounds,
         input_line_cycles,
-        input_line_cycles_table,
         longest_runs,
-        longest_runs_table,
         min_compute_cycles,
-        min_compute_cycles_table,
         split_lower_bound,
         split_run_bound,
         split_tight_bound,
+    )
+    from tileplan.search.split_bounds_table import (
+        SplitBounds,
+        input_line_cycles_table,
+        longest_runs_table,
+        min_compute_cycles_table,
     )
 
     splits = split_options(problem)

@@ -22,7 +22,7 @@ from tileplan.search.objective import Objective, best_index
 from tileplan.search.rf_level import fits_without_bypass, fitting_unroll
 from tileplan.search.row_dram import row_dram_bytes
 from tileplan.search.shared import Floor, SharedBest
-from tileplan.search.split_bounds import SplitBounds, row_compute_bound
+from tileplan.search.split_bounds_table import SplitBounds, row_compute_bound
 
 #: The tile vectors of a chunk with the least bounds, evaluated first for a value to prune the rest
 #: with: this fraction of the chunk, at least ``FIRST_WAVE_MIN`` of them.

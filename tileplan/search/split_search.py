@@ -26,7 +26,7 @@ from tileplan.search.objective import Objective
 from tileplan.search.result import SearchResult
 from tileplan.search.shared import Floor, SharedBest
 from tileplan.search.space import class_orders, spatial_options, split_options
-from tileplan.search.split_bounds import SplitBounds
+from tileplan.search.split_bounds_table import SplitBounds
 from tileplan.search.tile_groups import TileGroup, layer_group_cache, tile_groups
 
 Progress = Callable[[int, int], None]
