@@ -19,7 +19,8 @@ from tileplan.errors import InfeasibleError
 from tileplan.mapping import DEFAULT_LAYOUTS, layout_options
 from tileplan.search import LEVEL_STRATEGIES, run
 from tileplan.search.marvel_offchip import OffChip, db_blocks, fits, offchip
-from tileplan.search.marvel_onchip import OnChipOptions, onchip
+from tileplan.search.marvel_onchip import onchip
+from tileplan.search.marvel_onchip_space import OnChipOptions
 from tileplan.search.objective import Objective
 from tileplan.workload import zoo
 from tileplan.workload.layer import Layer

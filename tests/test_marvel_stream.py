@@ -15,7 +15,8 @@ from tileplan.cost.problem import Problem
 from tileplan.mapping import Mapping
 from tileplan.search import run
 from tileplan.search.marvel_offchip import offchip
-from tileplan.search.marvel_onchip import OnChipOptions, iter_level_options, level_options, onchip
+from tileplan.search.marvel_onchip import onchip
+from tileplan.search.marvel_onchip_space import OnChipOptions, iter_level_options, level_options
 from tileplan.search.objective import Objective
 from tileplan.workload.zoo.marvel import TABLE3
 

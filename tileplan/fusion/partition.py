@@ -35,7 +35,7 @@ from tileplan.arch.spec import Arch
 from tileplan.cost.problem import Problem
 from tileplan.dims import NDIMS, Dim
 from tileplan.errors import TileplanError
-from tileplan.search.marvel_onchip import OnChipOptions, level_options
+from tileplan.search.marvel_onchip_space import OnChipOptions, level_options
 from tileplan.workload.layer import Layer
 
 #: Most layers a spatial partition places: guillotine placement is exact up to four rectangles, and

@@ -41,19 +41,16 @@ from tileplan.search.marvel_offchip import OffChip, candidate_tiles, fits, offch
 from tileplan.search.marvel_onchip import (
     Found,
     OnChip,
-    OnChipOptions,
     Subspaces,
-    compute_floor,
     dram_batch,
     dram_floor,
-    level_options,
-    level_orders,
     lex_less,
     objective_keys,
     onchip,
     search_levels,
     step_cap,
 )
+from tileplan.search.marvel_onchip_space import OnChipOptions, compute_floor, level_options, level_orders
 from tileplan.search.objective import Objective
 from tileplan.search.result import SearchResult
 from tileplan.search.space import class_orders
