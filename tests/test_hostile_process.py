@@ -508,6 +508,22 @@ def test_names_print_with_control_characters_escaped(tmp_path: Path, monkeypatch
     assert "\x1b" not in out and "\x07" not in out
 
 
+
+def test_names_print_without_markup_or_emoji(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A name or description that looks like rich markup or an emoji code prints as written."""
+    from test_hostile import TINY
+
+    monkeypatch.chdir(tmp_path)
+    odd = "x [b]bold[/b] :fire: [red]"
+    (tmp_path / "odd.yaml").write_text(TINY.replace("name: tiny", f'name: "{odd}"\ndescription: "{odd}"'))
+    assert run(["arch", "show", "odd.yaml"]) == 0
+    assert run(["plan", "lenet5", *QUICK, "--arch", "odd.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert f"{odd}: {odd}" in out  # arch show's title
+    assert f"lenet5 on {odd}" in out  # the plan table's title
+    assert "\N{FIRE}" not in out
+
 def test_csv_cells_never_run_as_formulas(tmp_path: Path) -> None:
     """Text cells starting with = + - @ get a leading quote; numbers (negative ones too) stay numbers."""
     import csv

@@ -48,7 +48,7 @@ def quick(argv: Sequence[str]) -> int | None:
         return None
     from rich.console import Console
 
-    console = Console(width=None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200")))
+    console = Console(width=None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "200")), emoji=False)
     for line in lines():
         console.print(line, highlight=False)
     return 0

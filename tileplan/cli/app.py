@@ -48,8 +48,10 @@ class _LazyConsole:
         return getattr(self._console, name)
 
 
-out = cast("Console", _LazyConsole(width=_WIDTH))
-err = cast("Console", _LazyConsole(stderr=True, width=_WIDTH))
+# No emoji codes: a name or description read from a file (":fire:") is printed as written (and rich's emoji table,
+# ~5 ms to load, is not needed).
+out = cast("Console", _LazyConsole(width=_WIDTH, emoji=False))
+err = cast("Console", _LazyConsole(stderr=True, width=_WIDTH, emoji=False))
 F = TypeVar("F", bound=Callable[..., Any])
 _REPORTED: list[bool] = []  # "interrupted" printed (so that it is printed once)
 

@@ -145,6 +145,7 @@ def verify(
     """Plan, emit, execute and check every distinct layer: bit-exact output, and the DRAM bytes and
     bursts the program moved equal to what the model predicted (with --group: one fused group)."""
     check_names((strategy,), objective)
+    from rich.markup import escape
     from rich.table import Table
 
     from tileplan.program import verify_layer
@@ -173,7 +174,7 @@ def verify(
         todo = [lp for lp in distinct if lp.mapping is not None]
         skipped = sorted({network[lp.name].op.value for lp in todo if not has_program(network[lp.name])})
         todo = [lp for lp in todo if has_program(network[lp.name])]
-        table = Table(title=f"verify {network.name} on {a.name}" + (" (C programs)" if backend == "c" else ""))
+        table = Table(title=escape(f"verify {network.name} on {a.name}") + (" (C programs)" if backend == "c" else ""))
         for c in ("layer", "bytes predicted", "bytes counted", "bursts predicted", "bursts counted",
                   "instructions", "result"):
             table.add_column(c, justify="left" if c in ("layer", "result") else "right")
@@ -207,6 +208,7 @@ def verify(
 
 def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, strategy: str, objective: str,
                   seed: int, seq: int | None = None, kv: int | None = None, backend: str = "numpy") -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from tileplan import api
@@ -232,8 +234,8 @@ def _verify_group(model: str, arch: str, sets: list[str] | None, names: str, str
             v = verify_group_c(fused, a, res.mapping)
         else:
             v = verify_group(fused, a, res.mapping, seed=seed)
-    table = Table(title=f"verify fused {fused.name} on {a.name}" + (" (C program)" if backend == "c" else "")
-                  + f": {res.mapping.describe(fused)}")
+    table = Table(title=escape(f"verify fused {fused.name} on {a.name}" + (" (C program)" if backend == "c" else "")
+                               + f": {res.mapping.describe(fused)}"))
     for c in ("", "input B", "weight B", "output B", "bursts", "MACs"):
         table.add_column(c, justify="left" if not c else "right")
     for label, rd, wr, bu, macs in (("predicted", v.predicted_read_bytes, v.predicted_write_bytes,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from tileplan.fusion.block import group_of
@@ -14,8 +15,8 @@ def fusion_table(plan: FusionPlan, network: Network) -> Table:
     """One row per fused group and per single layer (network order), with DRAM bytes against the best
     unfused plan of the same layers, and totals."""
     base = plan.base
-    table = Table(title=f"{base.network} on {base.arch} with fusion (groups of up to {plan.max_group} conv/pool "
-                        f"layers), objective {base.objective}", show_footer=True, header_style="bold")
+    table = Table(title=escape(f"{base.network} on {base.arch} with fusion (groups of up to {plan.max_group} "
+                               f"conv/pool layers), objective {base.objective}"), show_footer=True, header_style="bold")
     ctc = dict(plan.ctc())
     cols = ["segment", "fused mapping", "in KB", "wt KB", "out KB", "DRAM KB", "unfused KB", "saving", "cycles",
             "space"] + (["CTC"] if ctc else [])

@@ -255,7 +255,7 @@ def arch_facts(arch: Arch) -> list[tuple[str, str]]:
 
 def arch_table(arch: Arch) -> Table:
     """Key facts of an accelerator."""
-    t = Table(title=f"{arch.name}: {arch.description}", show_header=False)
+    t = Table(title=escape(f"{arch.name}: {arch.description}"), show_header=False)
     t.add_column("field")
     t.add_column("value")
     for name, value in arch_facts(arch):
@@ -265,7 +265,7 @@ def arch_table(arch: Arch) -> Table:
 
 def network_table(network: Network, rows: Sequence[MappingABC[str, object]]) -> Table:
     """``tileplan zoo show``: one row per layer from ``zoo.summary_rows``."""
-    t = Table(title=f"{network.name}: {len(network)} layers", show_footer=True)
+    t = Table(title=escape(f"{network.name}: {len(network)} layers"), show_footer=True)
     if not rows:
         return t
     keys = list(rows[0].keys())
@@ -284,8 +284,8 @@ def comparison_table(comparison: Comparison, *, show_all: bool = False) -> Table
     """``tileplan compare``: per layer, one row per strategy, then the network totals; ``x best`` is the
     strategy's objective over the best strategy's on that layer. Layers that move no data are left out
     unless ``show_all``."""
-    t = Table(title=f"{comparison.network} on {comparison.arch}: strategies compared, objective "
-                    f"{comparison.objective}", header_style="bold")
+    t = Table(title=escape(f"{comparison.network} on {comparison.arch}: strategies compared, objective "
+                           f"{comparison.objective}"), header_style="bold")
     for c in ("layer", "strategy", "cycles", "DRAM KB", "bursts", "energy uJ", "x best"):
         t.add_column(c, justify="left" if c in ("layer", "strategy") else "right")
     k = len(comparison.strategies)
