@@ -15,7 +15,7 @@ A partition only restricts the per-layer mapping: layer ``m`` is mapped on :meth
 (``GroupModel.on_shares``); DRAM traffic, buffer capacity and energy prices are the whole chip's.
 In both cases a share is legal only if the register file share holds a row-stationary primitive
 (one filter row, its input window, one partial sum), checked with the multi-level model's level-1
-fit rule (``search.marvel_onchip.level_options``).
+fit rule (``search.marvel_onchip_space.level_options``).
 
 Sub-array placement uses guillotine cuts, which is exact for up to four rectangles (the smallest
 non-guillotine packing, the pinwheel, needs five); spatial groups have at most ``MAX_SPATIAL`` layers.

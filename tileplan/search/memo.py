@@ -3,11 +3,11 @@
 An experiment that plans one network at many buffer sizes (Ye et al.: 13 sizes, two single-layer
 strategies and three fused searches per size) would otherwise rebuild, at every size, things that
 only depend on the layer (or fused group) and on the accelerator *without* its capacities: the
-Pareto-pruned tile candidates of each dimension group (``space.tile_groups``), the spatial unroll
+Pareto-pruned tile candidates of each dimension group (``tile_groups.tile_groups``), the spatial unroll
 options (``space.spatial_options``) and a fused group's compiled model with everything it memoises
 (``fusion.cost.GroupModel``). They are built once per key here and reused; what depends on the
 capacity (which candidates fit, the swap pruning, the search itself) is recomputed at every
-capacity -- except a layer's feasible tile vectors (``space.feasible_product``), kept per capacity
+capacity -- except a layer's feasible tile vectors (``feasible_tiles.feasible_product``), kept per capacity
 so that two searches of one layer at one size (SmartShuttle's three loop orders, then every loop
 order) build them once. A memoised search returns exactly what an unmemoised one returns
 (``tests/test_search_sizes.py``).
