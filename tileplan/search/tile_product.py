@@ -1,6 +1,6 @@
 """Compiled loops of the exhaustive search's tile reductions: the Pareto front of a tile group
-(``space._pareto``), each candidate's dominators (``space._dominators``) and the feasible product of
-tile groups (``space.feasible_product``).
+(``tile_groups._pareto``), each candidate's dominators (``tile_groups._dominators``) and the feasible product
+of tile groups (``feasible_tiles.feasible_product``).
 
 The front: rows sorted lexicographically, a row is kept when no row kept before it is at most it
 in every feature (so exact duplicates keep the first); one pass with an early exit per comparison.
@@ -26,7 +26,7 @@ up front. When the last group's footprints never shrink along its candidates (a 
 tile sizes ascending), the candidates that fit form a prefix and so do those that a chosen
 candidate's dominator kills: one bisection per coefficient vector bounds the survivors. So the
 last group is the largest such group when there is one, and the result is sorted back to the
-lexicographic order of the picks afterwards (``space._compiled_rows``): the same set in the same
+lexicographic order of the picks afterwards (``feasible_tiles._compiled_rows``): the same set in the same
 order as the vectorised, breadth-first form. They run compiled when ``cost.jit`` says so (by default
 once numba's on-disk cache holds them), like ``cost.compiled``'s.
 """
