@@ -156,6 +156,24 @@ def test_size_by_precision_keys_and_values() -> None:
     assert from_dict(desc, "src").pe_array.axes[0].size_by_precision == {2: 8, 1: 16}
 
 
+
+def test_size_by_precision_must_cover_the_machines_data_width() -> None:
+    """An empty table, or one without the machine's own precision_bytes, is refused at load (before, the
+    first a plan or `arch show` reached failed as an internal error)."""
+    desc = copy.deepcopy(PRESETS["nmp"])
+    desc["pe_array"]["axes"][0]["size_by_precision"] = {}
+    with pytest.raises(ConfigError, match=r"^src: pe_array\.axes\.0: size_by_precision is empty; give the axis "
+                                          r"length for at least one data width"):
+        from_dict(desc, "src")
+    desc["pe_array"]["axes"][0]["size_by_precision"] = {2: 8}
+    desc["precision_bytes"] = 1
+    uncovered = (r"^src: \(top level\): axis 'mac_lanes' has no size for the machine's 1-byte data "
+                 r"\(precision_bytes\); its size_by_precision covers \[2\]: add 1$")
+    with pytest.raises(ConfigError, match=uncovered):
+        from_dict(desc, "src")
+    desc["precision_bytes"] = 2
+    assert from_dict(desc, "src").pe_array.axes[0].lanes(2) == 8
+
 def test_errors_in_field_order_then_unknown_then_capped() -> None:
     desc = copy.deepcopy(PRESETS["nmp"])
     del desc["clock_hz"]

@@ -130,6 +130,9 @@ class Axis(Record):
     def _validate(self) -> None:
         if (self.size is None) == (self.size_by_precision is None):
             raise ValueError("give exactly one of size or size_by_precision")
+        if self.size_by_precision is not None and not self.size_by_precision:
+            raise ValueError("size_by_precision is empty; give the axis length for at least one data width "
+                             "(bytes: lanes, e.g. {1: 16, 2: 8})")
 
     def lanes(self, precision_bytes: int) -> int:
         """Axis length for data ``precision_bytes`` wide."""
@@ -224,6 +227,11 @@ class Arch(Record):
                     if d in seen:
                         raise ValueError(f"dimension {d} is on flattened axes {seen[d]!r} and {axis.name!r}")
                     seen[d] = axis.name
+        for axis in self.pe_array.axes:
+            if axis.size_by_precision is not None and self.precision_bytes not in axis.size_by_precision:
+                raise ValueError(f"axis {axis.name!r} has no size for the machine's {self.precision_bytes}-byte "
+                                 f"data (precision_bytes); its size_by_precision covers "
+                                 f"{sorted(axis.size_by_precision)}: add {self.precision_bytes}")
 
     # ----------------------------------------------------------------- derived, in cycles
     @property
