@@ -222,3 +222,21 @@ def test_a_number_too_long_for_python_is_one_line(tmp_path: Path) -> None:
     path.write_text('{"bandwidth": ' + "9" * 5000 + "}", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"hw\.json: a number has more than 4300 digits$"):
         load_eplanner_json(path)
+
+
+def test_an_accelerator_with_size_by_precision_is_a_cache_key() -> None:
+    """nmp's flattened axis has a size per data width (a dict): equal descriptions hash alike, another
+    table hashes differently, and the register-file search, which keys its variants on the accelerator,
+    plans on such a machine (before: "internal error TypeError: unhashable type: 'dict'")."""
+    from tileplan import api
+
+    desc = copy.deepcopy(PRESETS["nmp"])
+    a, b = from_dict(desc, "a"), from_dict(copy.deepcopy(desc), "b")
+    assert hash(a) == hash(b) and a == b
+    desc["pe_array"]["axes"][0]["size_by_precision"] = {1: 16, 2: 4}
+    other = from_dict(desc, "c")
+    assert other != a and hash(other) != hash(a)
+    desc["memories"] = [{"name": "MB", "operands": ["input", "weight", "output"], "size_bytes": 8192}]
+    desc["register_file"] = {"weights_bytes": 1024}
+    plan = api.plan("lenet5", from_dict(desc, "rf"), objective="dram", jobs=1)
+    assert plan.dram_bytes > 0

@@ -134,6 +134,12 @@ class Axis(Record):
             raise ValueError("size_by_precision is empty; give the axis length for at least one data width "
                              "(bytes: lanes, e.g. {1: 16, 2: 8})")
 
+    def __hash__(self) -> int:
+        """As the generated hash, with ``size_by_precision`` (a dict) hashed by its items: an accelerator
+        is a cache key (the register-file variants of a search, the fusion partitions)."""
+        table = None if self.size_by_precision is None else tuple(sorted(self.size_by_precision.items()))
+        return hash((self.name, self.size, table, self.dims, self.mode, self.max_dims))
+
     def lanes(self, precision_bytes: int) -> int:
         """Axis length for data ``precision_bytes`` wide."""
         if self.size is not None:
