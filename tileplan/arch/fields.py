@@ -79,6 +79,15 @@ def _in_range(value: float, lo: float, hi: float, text: str) -> None:
         raise ValueError(f"must be between {text}, got {number_text(value)}")
 
 
+def _from_text(value: str, what: str) -> float:
+    """A number YAML left as text (``"1e6"``), as a float; ``what`` ("a number", "an integer") names
+    what the field wants in the error."""
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"Input should be a valid {what.split()[-1]}, unable to parse string as {what}") from None
+
+
 def real(lo: float | None = None, hi: float | None = None, text: str = "") -> Check:
     """A number (an int, a float or a number in a string, never a bool) as a float, inside the sane
     range [lo, hi] that ``text`` states (no range: any float, even inf and nan)."""
@@ -86,10 +95,7 @@ def real(lo: float | None = None, hi: float | None = None, text: str = "") -> Ch
     def convert(value: Any) -> float:
         _not_bool(value)
         if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                raise ValueError("Input should be a valid number, unable to parse string as a number") from None
+            value = _from_text(value, "a number")
         elif not isinstance(value, numbers.Real):  # (numpy's numbers too)
             raise ValueError("Input should be a valid number")
         if lo is not None and hi is not None:
@@ -109,10 +115,7 @@ def whole(lo: int, hi: int, text: str) -> Check:
     def convert(value: Any) -> int:
         _not_bool(value)
         if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                raise ValueError("Input should be a valid integer, unable to parse string as an integer") from None
+            value = _from_text(value, "an integer")
         if isinstance(value, numbers.Integral):  # (numpy's integers too)
             value = int(value)
         elif isinstance(value, numbers.Real):
